@@ -1,0 +1,259 @@
+//! Wires the command line to the pipeline: run → parse → attribute →
+//! (suppress) → gate → render, and maps failures to exit codes.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+
+use crate::analysis::{self, Analysis};
+use crate::attribute::{Attributor, UserSpec};
+use crate::cli::{AnalyzeArgs, Cli, ColorChoice, Command, Format, ReportArgs, RunArgs};
+use crate::gate::{self, Policy};
+use crate::model::ExitStatus;
+use crate::render;
+use crate::report::{Report, SCHEMA_VERSION, ToolInfo, ValgrindInfo};
+use crate::run::{self, RunConfig};
+
+/// Parses the command line, runs it, and returns the process exit code.
+pub fn main_exit() -> i32 {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = std::io::stdout().flush();
+            eprintln!("leakgate: error: {e:#}");
+            gate::EXIT_USAGE
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Run(a) => cmd_run(a),
+        Command::Analyze(a) => cmd_analyze(a),
+    }
+}
+
+fn canonical_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    roots
+        .iter()
+        .map(|r| {
+            std::fs::canonicalize(r)
+                .with_context(|| format!("--src-root {}: no such directory", r.display()))
+        })
+        .collect()
+}
+
+fn user_spec(args: &ReportArgs, default_root: Option<PathBuf>) -> Result<UserSpec> {
+    let mut roots = canonical_roots(&args.src_roots)?;
+    if roots.is_empty()
+        && let Some(d) = default_root
+    {
+        roots = canonical_roots(&[d])?;
+    }
+    Ok(UserSpec {
+        roots,
+        user_objects: args.user_objects.clone(),
+    })
+}
+
+fn cmd_run(a: RunArgs) -> Result<i32> {
+    let spec = user_spec(&a.report, Some(std::env::current_dir()?))?;
+    if let Some(dir) = &a.keep_xml {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--keep-xml {}: cannot create directory", dir.display()))?;
+    }
+    let cfg = RunConfig {
+        valgrind: a.valgrind.clone(),
+        num_callers: a.num_callers,
+        show_leak_kinds: a.show_leak_kinds.clone(),
+        track_origins: !a.no_track_origins,
+        extra_args: a.valgrind_args.clone(),
+        cmd: a.cmd.clone(),
+    };
+    let out = run::run(&cfg)?;
+    let mut notes = Vec::new();
+    if let Some(dir) = &a.keep_xml {
+        for f in &out.xml_files {
+            let dest = dir.join(f.file_name().unwrap_or_default());
+            std::fs::copy(f, &dest)
+                .with_context(|| format!("cannot copy {} to {}", f.display(), dest.display()))?;
+        }
+        notes.push(format!("raw XML kept in {}", dir.display()));
+    }
+    let mut problems = Vec::new();
+    if out.xml_files.is_empty() {
+        problems
+            .push("Valgrind wrote no XML report (it failed to start or was killed)".to_string());
+    }
+    let exits: HashMap<u64, ExitStatus> = [(u64::from(out.pid), out.exit.clone())].into();
+    let analysis = analysis::analyze_files(&out.xml_files, Attributor::new(spec.clone()), &exits)?;
+    let valgrind_failed = !problems.is_empty() || analysis.processes.iter().any(|p| !p.complete);
+    if valgrind_failed && !out.log.trim().is_empty() {
+        eprintln!(
+            "leakgate: Valgrind's log ({}):",
+            out.valgrind_path.display()
+        );
+        for line in out.log.lines() {
+            eprintln!("  {line}");
+        }
+        notes.push(format!("Valgrind's log: {}", summarize_log(&out.log)));
+    }
+    let policy = Policy {
+        fail_on_target_exit: !a.ignore_target_exit,
+    };
+    let report = build_report(
+        "run",
+        a.cmd.clone(),
+        out.environment.clone(),
+        Some(out.exit.clone()),
+        out.valgrind_version.clone(),
+        analysis,
+        &spec,
+        &policy,
+        &problems,
+        notes,
+    );
+    emit(&report, &a.report)?;
+    drop(out);
+    Ok(report.verdict.exit_code)
+}
+
+/// The last few meaningful lines of Valgrind's log, on one line.
+fn summarize_log(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .map(|l| {
+            l.trim_start_matches(|c: char| c == '=' || c.is_ascii_digit())
+                .trim()
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    let start = lines.len().saturating_sub(3);
+    lines[start..].join(" | ")
+}
+
+fn cmd_analyze(a: AnalyzeArgs) -> Result<i32> {
+    let spec = user_spec(&a.report, None)?;
+    let files = analysis::collect_inputs(&a.paths)?;
+    let analysis = analysis::analyze_files(&files, Attributor::new(spec.clone()), &HashMap::new())?;
+    let version = analysis
+        .processes
+        .iter()
+        .find_map(|p| p.valgrind_version.clone());
+    let command = a.paths.iter().map(|p| p.display().to_string()).collect();
+    let report = build_report(
+        "analyze",
+        command,
+        Vec::new(),
+        None,
+        version,
+        analysis,
+        &spec,
+        &Policy::default(),
+        &[],
+        Vec::new(),
+    );
+    emit(&report, &a.report)?;
+    Ok(report.verdict.exit_code)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_report(
+    mode: &str,
+    command: Vec<String>,
+    environment: Vec<String>,
+    target_exit: Option<ExitStatus>,
+    valgrind_version: Option<String>,
+    analysis: Analysis,
+    spec: &UserSpec,
+    policy: &Policy,
+    problems: &[String],
+    mut notes: Vec<String>,
+) -> Report {
+    let processes = analysis::processes_out(&analysis.processes);
+    let protocol = analysis.processes.iter().filter_map(|p| p.protocol).max();
+    for p in &analysis.processes {
+        if let Some(v) = p.protocol
+            && !(4..=6).contains(&v)
+        {
+            notes.push(format!(
+                "{}: XML protocol {v} is not one leakgate knows (4-6); read as best it could",
+                p.file
+            ));
+        }
+        if let Some(t) = &p.tool
+            && t != "memcheck"
+        {
+            notes.push(format!(
+                "{}: produced by the {t} tool, not memcheck",
+                p.file
+            ));
+        }
+    }
+    let verdict = gate::verdict(
+        policy,
+        &analysis.findings,
+        &processes,
+        target_exit.as_ref(),
+        problems,
+    );
+    Report {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "leakgate".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        valgrind: ValgrindInfo {
+            version: valgrind_version,
+            protocol,
+        },
+        mode: mode.into(),
+        command,
+        environment,
+        target_exit,
+        processes,
+        findings: analysis.findings,
+        summary: analysis.summary,
+        verdict,
+        notes,
+        src_roots: spec.roots.iter().map(|r| r.display().to_string()).collect(),
+    }
+}
+
+fn emit(report: &Report, args: &ReportArgs) -> Result<()> {
+    let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
+    let color = match args.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    };
+    let text = match args.format {
+        Format::Text => render::text::render(
+            report,
+            render::text::TextOptions {
+                color,
+                verbose: args.verbose,
+            },
+        ),
+        Format::Json => render::json::render(report),
+    };
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    bail!("cannot write the report: {e}");
+                }
+            }
+        }
+    }
+    Ok(())
+}

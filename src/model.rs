@@ -1,0 +1,147 @@
+//! The data model shared by every pipeline stage: frames, stacks and the
+//! records read from Valgrind's XML (errors, leak loss records, fatal signals),
+//! plus the per-process facts (pid, command, completeness) found beside them.
+
+use std::sync::Arc;
+
+/// An interned string: repeated object paths and function names share storage.
+pub type Sym = Arc<str>;
+
+/// One `<frame>` of a `<stack>`, joined with its `<sframe>` when
+/// `--gen-suppressions=all` was used (the mangled name the matcher needs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Frame {
+    /// `<ip>` as printed (`0x...`), kept verbatim.
+    pub ip: Option<Sym>,
+    /// `<obj>`: absolute object path.
+    pub obj: Option<Sym>,
+    /// `<fn>`: (usually demangled) function name.
+    pub func: Option<Sym>,
+    /// `<dir>`: directory of the source file, when known.
+    pub dir: Option<Sym>,
+    /// `<file>`: source file name as in the debug info.
+    pub file: Option<Sym>,
+    /// `<line>`: source line.
+    pub line: Option<u32>,
+    /// From the matching `<sframe>`: `fun:` name (mangled) or `None`.
+    pub sfun: Option<Sym>,
+    /// From the matching `<sframe>`: `obj:` path when no function was known.
+    pub sobj: Option<Sym>,
+}
+
+impl Frame {
+    /// `dir/file` when both are known, else `file`.
+    pub fn path(&self) -> Option<String> {
+        match (&self.dir, &self.file) {
+            (Some(d), Some(f)) => Some(format!("{d}/{f}")),
+            (None, Some(f)) => Some(f.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// The suppression Valgrind generated for a record (`--gen-suppressions=all`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GenSuppression {
+    /// `<skind>`, e.g. `Memcheck:Leak`.
+    pub kind: String,
+    /// `<skaux>`, e.g. `match-leak-kinds: definite` or `write(buf)`.
+    pub aux: Option<String>,
+    /// `<sframe>` entries: `(is_fun, name)`.
+    pub frames: Vec<(bool, Sym)>,
+}
+
+/// An `<auxwhat>` (or `<xauxwhat><text>`) with the stack that follows it, if any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuxInfo {
+    pub text: String,
+    pub stack: Vec<Frame>,
+}
+
+/// One record of the report: an `<error>` (leak or not) or a `<fatal_signal>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Record {
+    /// Index of the process (into the analysis' process list) it came from.
+    pub process: usize,
+    /// `<pid>` of the document it came from.
+    pub pid: Option<u64>,
+    /// `<unique>` parsed from hex; `None` for fatal signals.
+    pub unique: Option<u64>,
+    /// `<tid>`.
+    pub tid: Option<u64>,
+    /// `<threadname>` (read raw: Valgrind does not escape it).
+    pub thread_name: Option<String>,
+    /// `<kind>` verbatim (`Leak_DefinitelyLost`, `InvalidRead`, ...), or
+    /// `FatalSignal` for a `<fatal_signal>`.
+    pub kind: Sym,
+    /// `<what>` or `<xwhat><text>`, trimmed.
+    pub what: String,
+    /// `<leakedbytes>` (leaks only).
+    pub leaked_bytes: Option<u64>,
+    /// `<leakedblocks>` (leaks only).
+    pub leaked_blocks: Option<u64>,
+    /// Protocol 5/6 core errors: `<fd>` and `<path>`.
+    pub fd: Option<i64>,
+    pub fd_path: Option<String>,
+    /// The primary stack (allocation stack for leaks).
+    pub stack: Vec<Frame>,
+    /// Auxiliary descriptions with their stacks, in order.
+    pub aux: Vec<AuxInfo>,
+    /// Fatal signals: signal name (`SIGSEGV`).
+    pub signame: Option<String>,
+    /// The suppression generated for this record, if any.
+    pub suppression: Option<GenSuppression>,
+}
+
+impl Record {
+    /// Whether the record is a leak loss record.
+    pub fn is_leak(&self) -> bool {
+        self.kind.starts_with("Leak_")
+    }
+
+    /// The `--track-origins` stack ("Uninitialised value was created ..."), if any.
+    pub fn origin(&self) -> Option<&AuxInfo> {
+        self.aux
+            .iter()
+            .find(|a| a.text.starts_with("Uninitialised value was created") && !a.stack.is_empty())
+    }
+}
+
+/// How a process ended, when leakgate knows (only for the process it started).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitStatus {
+    Code(i32),
+    Signal(String),
+}
+
+/// Facts about one Valgrind XML document (one process).
+#[derive(Debug, Clone, Default)]
+pub struct ProcessInfo {
+    /// The XML file it was read from.
+    pub file: String,
+    pub pid: Option<u64>,
+    pub ppid: Option<u64>,
+    /// `<protocolversion>`.
+    pub protocol: Option<u32>,
+    /// `<protocoltool>`.
+    pub tool: Option<String>,
+    /// Valgrind version from the preamble (`3.19.0`).
+    pub valgrind_version: Option<String>,
+    /// Client argv (`<argv><exe/><arg/>*`).
+    pub command: Vec<String>,
+    /// Valgrind's own options (`<vargv><arg/>*`).
+    pub valgrind_args: Vec<String>,
+    /// Saw `<status><state>FINISHED</state>` and `</valgrindoutput>`.
+    pub complete: bool,
+    /// Why the document is incomplete, when it is.
+    pub incomplete_reason: Option<String>,
+    /// How it ended (known for the top process of a `run`, or from a fatal signal).
+    pub exit: Option<ExitStatus>,
+    /// Fatal signal seen in the XML.
+    pub fatal_signal: Option<String>,
+    /// `<clientmsg>` texts.
+    pub client_messages: Vec<String>,
+    /// Count of `<error>` records read from this file.
+    pub records: u64,
+}

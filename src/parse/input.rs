@@ -1,0 +1,63 @@
+//! Opening report files: plain XML or zstd-compressed (`.zst`, detected by its
+//! magic number), and the typed errors a caller branches on.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+/// Why an input could not be read as a Valgrind report. All map to exit 2.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("{0}: no such file or directory")]
+    NotFound(PathBuf),
+    #[error("{0}: directory contains no *.xml files")]
+    EmptyDir(PathBuf),
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a Valgrind XML report: {reason}")]
+    NotValgrind { path: PathBuf, reason: String },
+}
+
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// Opens `path` for streaming; zstd input is decompressed on the fly.
+pub fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>, InputError> {
+    let io = |source| InputError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = File::open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            InputError::NotFound(path.to_path_buf())
+        } else {
+            io(e)
+        }
+    })?;
+    let mut magic = [0u8; 4];
+    let n = read_up_to(&mut file, &mut magic).map_err(io)?;
+    let head = magic[..n].to_vec();
+    let chained = std::io::Cursor::new(head).chain(file);
+    if n == 4 && magic == ZSTD_MAGIC {
+        let dec = zstd::stream::read::Decoder::new(chained).map_err(io)?;
+        Ok(Box::new(BufReader::with_capacity(256 * 1024, dec)))
+    } else {
+        Ok(Box::new(BufReader::with_capacity(256 * 1024, chained)))
+    }
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}

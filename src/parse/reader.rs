@@ -1,0 +1,615 @@
+//! The event-driven state machine over quick-xml that turns one Valgrind XML
+//! document into [`Record`]s (delivered one at a time) and a [`FileSummary`].
+
+use std::collections::HashSet;
+use std::io::BufRead;
+use std::path::Path;
+
+use quick_xml::Reader;
+use quick_xml::events::Event;
+
+use super::InputError;
+use crate::model::{AuxInfo, Frame, GenSuppression, ProcessInfo, Record, Sym};
+
+/// Shares one allocation between equal strings (object paths, function names,
+/// file names repeat thousands of times in a large report).
+#[derive(Default)]
+pub struct Interner {
+    set: HashSet<Sym>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, s: &str) -> Sym {
+        if let Some(v) = self.set.get(s) {
+            return v.clone();
+        }
+        let v: Sym = Sym::from(s);
+        self.set.insert(v.clone());
+        v
+    }
+}
+
+/// What a whole file contributed besides its records.
+#[derive(Debug, Default)]
+pub struct FileSummary {
+    pub process: ProcessInfo,
+    /// `<errorcounts>`: (unique id, occurrences).
+    pub error_counts: Vec<(u64, u64)>,
+    /// `<suppcounts>`: (suppression name, count) as Valgrind reported them.
+    pub supp_counts: Vec<(String, u64)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Tag {
+    Root,
+    ProtocolVersion,
+    ProtocolTool,
+    Preamble,
+    Line,
+    Pid,
+    Ppid,
+    Args,
+    Vargv,
+    Argv,
+    Exe,
+    Arg,
+    Status,
+    State,
+    Error,
+    Unique,
+    Tid,
+    Kind,
+    Fd,
+    PathTag,
+    What,
+    Xwhat,
+    Text,
+    LeakedBytes,
+    LeakedBlocks,
+    Stack,
+    Frame,
+    Ip,
+    Obj,
+    Fn,
+    Dir,
+    File,
+    AuxWhat,
+    XauxWhat,
+    Suppression,
+    Skind,
+    Skaux,
+    Sframe,
+    Fun,
+    ClientMsg,
+    FatalSignal,
+    Signame,
+    ErrorCounts,
+    SuppCounts,
+    Pair,
+    Count,
+    Name,
+    Other,
+}
+
+fn tag_of(name: &[u8]) -> Tag {
+    match name {
+        b"valgrindoutput" => Tag::Root,
+        b"protocolversion" => Tag::ProtocolVersion,
+        b"protocoltool" => Tag::ProtocolTool,
+        b"preamble" => Tag::Preamble,
+        b"line" => Tag::Line,
+        b"pid" => Tag::Pid,
+        b"ppid" => Tag::Ppid,
+        b"args" => Tag::Args,
+        b"vargv" => Tag::Vargv,
+        b"argv" => Tag::Argv,
+        b"exe" => Tag::Exe,
+        b"arg" => Tag::Arg,
+        b"status" => Tag::Status,
+        b"state" => Tag::State,
+        b"error" => Tag::Error,
+        b"unique" => Tag::Unique,
+        b"tid" => Tag::Tid,
+        b"kind" => Tag::Kind,
+        b"fd" => Tag::Fd,
+        b"path" => Tag::PathTag,
+        b"what" => Tag::What,
+        b"xwhat" => Tag::Xwhat,
+        b"text" => Tag::Text,
+        b"leakedbytes" => Tag::LeakedBytes,
+        b"leakedblocks" => Tag::LeakedBlocks,
+        b"stack" => Tag::Stack,
+        b"frame" => Tag::Frame,
+        b"ip" => Tag::Ip,
+        b"obj" => Tag::Obj,
+        b"fn" => Tag::Fn,
+        b"dir" => Tag::Dir,
+        b"file" => Tag::File,
+        b"auxwhat" => Tag::AuxWhat,
+        b"xauxwhat" => Tag::XauxWhat,
+        b"suppression" => Tag::Suppression,
+        b"skind" => Tag::Skind,
+        b"skaux" => Tag::Skaux,
+        b"sframe" => Tag::Sframe,
+        b"fun" => Tag::Fun,
+        b"clientmsg" => Tag::ClientMsg,
+        b"fatal_signal" => Tag::FatalSignal,
+        b"signame" => Tag::Signame,
+        b"errorcounts" => Tag::ErrorCounts,
+        b"suppcounts" => Tag::SuppCounts,
+        b"pair" => Tag::Pair,
+        b"count" => Tag::Count,
+        b"name" => Tag::Name,
+        _ => Tag::Other,
+    }
+}
+
+/// Elements whose text Valgrind writes without escaping: read them raw.
+fn is_raw_text(name: &[u8]) -> bool {
+    name == b"threadname" || name == b"usercomment"
+}
+
+/// Parses an integer the way Valgrind prints them: decimal, possibly with
+/// thousands separators, or `0x` hex.
+pub(crate) fn parse_num(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return u64::from_str_radix(h, 16).ok();
+    }
+    if s.contains(',') {
+        let t: String = s.chars().filter(|c| *c != ',').collect();
+        return t.parse().ok();
+    }
+    s.parse().ok()
+}
+
+#[derive(Default)]
+struct Builder {
+    rec: Record,
+    in_fatal: bool,
+    /// Whether the primary stack has been read.
+    primary_done: bool,
+    supp: Option<GenSuppression>,
+    frame: Frame,
+    /// Index into `rec.aux` that the next `<stack>` belongs to.
+    pending_aux: Option<usize>,
+    cur_stack: Vec<Frame>,
+}
+
+struct Ctx<'a> {
+    interner: &'a mut Interner,
+    sum: FileSummary,
+    builder: Option<Builder>,
+    pair_count: Option<u64>,
+    pair_id: Option<u64>,
+    pair_name: Option<String>,
+    saw_root: bool,
+    saw_finished: bool,
+    closed: bool,
+    records: u64,
+    /// A record finished by the last end tag, waiting for the sink.
+    done: Option<Record>,
+}
+
+/// Parses one Valgrind XML document from `input`, calling `sink` for each
+/// record as soon as it is complete.
+///
+/// A document that is not Valgrind XML at all is an error; a document that
+/// starts as Valgrind XML but is cut off or malformed later yields its
+/// complete records and a summary marked incomplete.
+pub fn parse_stream<R: BufRead>(
+    input: R,
+    path: &Path,
+    process_index: usize,
+    interner: &mut Interner,
+    sink: &mut dyn FnMut(Record),
+) -> Result<FileSummary, InputError> {
+    let mut reader = Reader::from_reader(input);
+    {
+        let cfg = reader.config_mut();
+        cfg.trim_text(false);
+        cfg.check_end_names = false;
+        cfg.allow_unmatched_ends = true;
+        cfg.expand_empty_elements = true;
+    }
+    let mut ctx = Ctx {
+        interner,
+        sum: FileSummary::default(),
+        builder: None,
+        pair_count: None,
+        pair_id: None,
+        pair_name: None,
+        saw_root: false,
+        saw_finished: false,
+        closed: false,
+        records: 0,
+        done: None,
+    };
+    ctx.sum.process.file = path.display().to_string();
+    let mut stack: Vec<Tag> = Vec::with_capacity(16);
+    let mut text = String::new();
+    let mut buf = Vec::with_capacity(4096);
+    let not_valgrind = |reason: String| InputError::NotValgrind {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut incomplete: Option<String> = None;
+    loop {
+        buf.clear();
+        let ev = match reader.read_event_into(&mut buf) {
+            Ok(ev) => ev,
+            Err(e) => {
+                let pos = reader.error_position();
+                if !ctx.saw_root {
+                    return Err(not_valgrind(format!("malformed XML at byte {pos}: {e}")));
+                }
+                if let quick_xml::Error::Io(io) = &e {
+                    return Err(InputError::Io {
+                        path: path.to_path_buf(),
+                        source: std::io::Error::new(io.kind(), io.to_string()),
+                    });
+                }
+                incomplete = Some(format!(
+                    "malformed XML at byte {pos}: {e}; {} records before it were read",
+                    ctx.records
+                ));
+                break;
+            }
+        };
+        match ev {
+            Event::Start(s) => {
+                let name = s.name();
+                let name = name.as_ref();
+                if !ctx.saw_root {
+                    if name != b"valgrindoutput" {
+                        return Err(not_valgrind(format!(
+                            "root element is <{}>, expected <valgrindoutput>",
+                            String::from_utf8_lossy(name)
+                        )));
+                    }
+                    ctx.saw_root = true;
+                }
+                if is_raw_text(name) {
+                    let raw =
+                        read_raw_until(reader.get_mut(), name).map_err(|e| InputError::Io {
+                            path: path.to_path_buf(),
+                            source: e,
+                        })?;
+                    match raw {
+                        Some(t) => {
+                            if name == b"threadname"
+                                && let Some(b) = ctx.builder.as_mut()
+                            {
+                                b.rec.thread_name = Some(t);
+                            }
+                        }
+                        None => {
+                            incomplete = Some(format!(
+                                "file ends inside <{}>",
+                                String::from_utf8_lossy(name)
+                            ));
+                            break;
+                        }
+                    }
+                    continue;
+                }
+                let tag = tag_of(name);
+                ctx.start(tag, &stack);
+                stack.push(tag);
+                text.clear();
+            }
+            Event::End(_) => {
+                let Some(tag) = stack.pop() else { continue };
+                ctx.end(tag, &stack, &text);
+                text.clear();
+                if let Some(mut rec) = ctx.done.take() {
+                    rec.process = process_index;
+                    rec.pid = ctx.sum.process.pid;
+                    sink(rec);
+                }
+                if tag == Tag::Root && stack.is_empty() {
+                    ctx.closed = true;
+                }
+            }
+            Event::Text(t) => {
+                if !ctx.saw_root {
+                    if t.iter().all(|b| b.is_ascii_whitespace()) {
+                        continue;
+                    }
+                    return Err(not_valgrind("text before the root element".into()));
+                }
+                text.push_str(&String::from_utf8_lossy(&t));
+            }
+            Event::CData(t) => text.push_str(&String::from_utf8_lossy(&t)),
+            Event::GeneralRef(r) => {
+                if let Ok(Some(c)) = r.resolve_char_ref() {
+                    text.push(c);
+                } else {
+                    match r.as_ref() {
+                        b"amp" => text.push('&'),
+                        b"lt" => text.push('<'),
+                        b"gt" => text.push('>'),
+                        b"quot" => text.push('"'),
+                        b"apos" => text.push('\''),
+                        other => {
+                            text.push('&');
+                            text.push_str(&String::from_utf8_lossy(other));
+                            text.push(';');
+                        }
+                    }
+                }
+            }
+            Event::DocType(_) => {
+                return Err(not_valgrind(
+                    "document type declarations are not part of Valgrind XML".into(),
+                ));
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    if !ctx.saw_root {
+        return Err(not_valgrind(if ctx.records == 0 {
+            "no <valgrindoutput> element (empty or not XML)".into()
+        } else {
+            "no <valgrindoutput> element".into()
+        }));
+    }
+    if ctx.sum.process.protocol.is_none() && ctx.sum.process.pid.is_none() {
+        return Err(not_valgrind(
+            "<valgrindoutput> without <protocolversion> or <pid>".into(),
+        ));
+    }
+    let partial = ctx.builder.is_some();
+    let p = &mut ctx.sum.process;
+    p.records = ctx.records;
+    p.complete = incomplete.is_none() && ctx.closed && ctx.saw_finished;
+    if !p.complete {
+        let mut reason = incomplete.unwrap_or_else(|| {
+            if !ctx.closed {
+                "file is truncated (no closing </valgrindoutput>; Valgrind was killed or the process exec'd)".into()
+            } else {
+                "Valgrind stopped before the client finished (no FINISHED status; see Valgrind's log)".into()
+            }
+        });
+        if partial {
+            reason.push_str("; the last, partial record was not read");
+        }
+        p.incomplete_reason = Some(reason);
+    }
+    Ok(ctx.sum)
+}
+
+/// Reads raw bytes up to `</name>` (consumed, nothing beyond it), for
+/// elements Valgrind does not escape. Returns `None` at end of input.
+fn read_raw_until<R: BufRead>(r: &mut R, name: &[u8]) -> std::io::Result<Option<String>> {
+    const MAX_KEEP: usize = 64 * 1024;
+    let mut close = Vec::with_capacity(name.len() + 3);
+    close.extend_from_slice(b"</");
+    close.extend_from_slice(name);
+    close.push(b'>');
+    let mut acc: Vec<u8> = Vec::new();
+    loop {
+        let avail = r.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(None);
+        }
+        // A closing tag split across two buffers.
+        let keep = acc.len().min(close.len() - 1);
+        if keep > 0 {
+            let mut probe = acc[acc.len() - keep..].to_vec();
+            probe.extend_from_slice(&avail[..avail.len().min(close.len() - 1)]);
+            if let Some(p) = find(&probe, &close) {
+                let from_avail = p + close.len() - keep;
+                acc.truncate(acc.len() - keep + p);
+                r.consume(from_avail);
+                return Ok(Some(String::from_utf8_lossy(&acc).into_owned()));
+            }
+        }
+        if let Some(p) = find(avail, &close) {
+            acc.extend_from_slice(&avail[..p]);
+            r.consume(p + close.len());
+            return Ok(Some(String::from_utf8_lossy(&acc).into_owned()));
+        }
+        let n = avail.len();
+        acc.extend_from_slice(avail);
+        r.consume(n);
+        if acc.len() > MAX_KEEP {
+            // A runaway element: bound memory, keep searching for its end.
+            let cut = acc.len() - close.len();
+            acc.drain(..cut);
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+impl Ctx<'_> {
+    fn start(&mut self, tag: Tag, stack: &[Tag]) {
+        let parent = stack.last().copied();
+        match tag {
+            Tag::Error if parent == Some(Tag::Root) => {
+                self.builder = Some(Builder::default());
+            }
+            Tag::FatalSignal if parent == Some(Tag::Root) => {
+                let mut b = Builder {
+                    in_fatal: true,
+                    ..Builder::default()
+                };
+                b.rec.kind = self.interner.intern("FatalSignal");
+                self.builder = Some(b);
+            }
+            Tag::Stack => {
+                if let Some(b) = self.builder.as_mut() {
+                    b.cur_stack.clear();
+                }
+            }
+            Tag::Frame => {
+                if let Some(b) = self.builder.as_mut() {
+                    b.frame = Frame::default();
+                }
+            }
+            Tag::Suppression if parent == Some(Tag::Error) => {
+                if let Some(b) = self.builder.as_mut() {
+                    b.supp = Some(GenSuppression::default());
+                }
+            }
+            Tag::Pair => {
+                self.pair_count = None;
+                self.pair_id = None;
+                self.pair_name = None;
+            }
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, tag: Tag, stack: &[Tag], text: &str) {
+        let parent = stack.last().copied();
+        let in_record = self.builder.is_some();
+        match (tag, parent) {
+            (Tag::ProtocolVersion, Some(Tag::Root)) => {
+                self.sum.process.protocol = parse_num(text).map(|v| v as u32);
+            }
+            (Tag::ProtocolTool, Some(Tag::Root)) => {
+                self.sum.process.tool = Some(text.trim().to_string());
+            }
+            (Tag::Line, Some(Tag::Preamble)) => {
+                if let Some(rest) = text.trim().strip_prefix("Using Valgrind-") {
+                    let v = rest.split_whitespace().next().unwrap_or("");
+                    self.sum.process.valgrind_version = Some(v.to_string());
+                }
+            }
+            (Tag::Pid, Some(Tag::Root)) => self.sum.process.pid = parse_num(text),
+            (Tag::Ppid, Some(Tag::Root)) => self.sum.process.ppid = parse_num(text),
+            (Tag::Exe | Tag::Arg, Some(Tag::Argv)) => {
+                self.sum.process.command.push(text.trim().to_string());
+            }
+            (Tag::Arg, Some(Tag::Vargv)) => {
+                self.sum.process.valgrind_args.push(text.trim().to_string());
+            }
+            (Tag::State, Some(Tag::Status)) if !in_record => {
+                if text.trim() == "FINISHED" {
+                    self.saw_finished = true;
+                }
+            }
+            (Tag::Text, Some(Tag::ClientMsg)) => {
+                self.sum
+                    .process
+                    .client_messages
+                    .push(text.trim_end().to_string());
+            }
+            (Tag::Count, Some(Tag::Pair)) => self.pair_count = parse_num(text),
+            (Tag::Unique, Some(Tag::Pair)) => self.pair_id = parse_num(text),
+            (Tag::Name, Some(Tag::Pair)) => self.pair_name = Some(text.trim().to_string()),
+            (Tag::Pair, Some(Tag::ErrorCounts)) => {
+                if let (Some(c), Some(u)) = (self.pair_count, self.pair_id) {
+                    self.sum.error_counts.push((u, c));
+                }
+            }
+            (Tag::Pair, Some(Tag::SuppCounts)) => {
+                if let (Some(c), Some(n)) = (self.pair_count, self.pair_name.take()) {
+                    self.sum.supp_counts.push((n, c));
+                }
+            }
+            (Tag::Error | Tag::FatalSignal, Some(Tag::Root)) => {
+                if let Some(mut b) = self.builder.take() {
+                    if b.in_fatal != (tag == Tag::FatalSignal) {
+                        self.builder = Some(b);
+                        return;
+                    }
+                    if let Some(s) = b.supp.take() {
+                        for (f, (is_fun, name)) in b.rec.stack.iter_mut().zip(&s.frames) {
+                            if *is_fun {
+                                f.sfun = Some(name.clone());
+                            } else {
+                                f.sobj = Some(name.clone());
+                            }
+                        }
+                        b.rec.suppression = Some(s);
+                    }
+                    if b.in_fatal {
+                        let sig = b.rec.signame.clone().unwrap_or_default();
+                        self.sum.process.fatal_signal = Some(sig.clone());
+                        if b.rec.what.is_empty() {
+                            b.rec.what =
+                                format!("Process terminating with default action of signal {sig}");
+                        }
+                    }
+                    self.records += 1;
+                    self.done = Some(b.rec);
+                }
+            }
+            _ if in_record => self.end_in_record(tag, parent, text),
+            _ => {}
+        }
+    }
+
+    fn end_in_record(&mut self, tag: Tag, parent: Option<Tag>, text: &str) {
+        let interner = &mut *self.interner;
+        let Some(b) = self.builder.as_mut() else {
+            return;
+        };
+        match (tag, parent) {
+            (Tag::Unique, Some(Tag::Error)) => b.rec.unique = parse_num(text),
+            (Tag::Tid, Some(Tag::Error | Tag::FatalSignal)) => b.rec.tid = parse_num(text),
+            (Tag::Kind, Some(Tag::Error)) => b.rec.kind = interner.intern(text.trim()),
+            (Tag::Fd, Some(Tag::Error)) => b.rec.fd = text.trim().parse().ok(),
+            (Tag::PathTag, Some(Tag::Error)) => b.rec.fd_path = Some(text.trim().to_string()),
+            (Tag::What, Some(Tag::Error)) => b.rec.what = text.trim().to_string(),
+            (Tag::Text, Some(Tag::Xwhat)) => b.rec.what = text.trim().to_string(),
+            (Tag::LeakedBytes, Some(Tag::Xwhat)) => b.rec.leaked_bytes = parse_num(text),
+            (Tag::LeakedBlocks, Some(Tag::Xwhat)) => b.rec.leaked_blocks = parse_num(text),
+            (Tag::Signame, Some(Tag::FatalSignal)) => b.rec.signame = Some(text.trim().to_string()),
+            (Tag::AuxWhat, Some(Tag::Error)) | (Tag::Text, Some(Tag::XauxWhat)) => {
+                b.rec.aux.push(AuxInfo {
+                    text: text.trim().to_string(),
+                    stack: Vec::new(),
+                });
+                b.pending_aux = Some(b.rec.aux.len() - 1);
+            }
+            (Tag::Ip, Some(Tag::Frame)) => b.frame.ip = Some(interner.intern(text.trim())),
+            (Tag::Obj, Some(Tag::Frame)) => b.frame.obj = Some(interner.intern(text.trim())),
+            (Tag::Fn, Some(Tag::Frame)) => b.frame.func = Some(interner.intern(text.trim())),
+            (Tag::Dir, Some(Tag::Frame)) => b.frame.dir = Some(interner.intern(text.trim())),
+            (Tag::File, Some(Tag::Frame)) => b.frame.file = Some(interner.intern(text.trim())),
+            (Tag::Line, Some(Tag::Frame)) => b.frame.line = parse_num(text).map(|v| v as u32),
+            (Tag::Frame, Some(Tag::Stack)) => {
+                let f = std::mem::take(&mut b.frame);
+                b.cur_stack.push(f);
+            }
+            (Tag::Stack, Some(Tag::Error | Tag::FatalSignal)) => {
+                let st = std::mem::take(&mut b.cur_stack);
+                if !b.primary_done {
+                    b.rec.stack = st;
+                    b.primary_done = true;
+                } else if let Some(i) = b.pending_aux.take() {
+                    b.rec.aux[i].stack = st;
+                } else {
+                    b.rec.aux.push(AuxInfo {
+                        text: String::new(),
+                        stack: st,
+                    });
+                }
+            }
+            (Tag::Skind, Some(Tag::Suppression)) => {
+                if let Some(s) = b.supp.as_mut() {
+                    s.kind = text.trim().to_string();
+                }
+            }
+            (Tag::Skaux, Some(Tag::Suppression)) => {
+                if let Some(s) = b.supp.as_mut() {
+                    s.aux = Some(text.trim().to_string());
+                }
+            }
+            (Tag::Fun | Tag::Obj, Some(Tag::Sframe)) => {
+                if let Some(s) = b.supp.as_mut() {
+                    s.frames
+                        .push((tag == Tag::Fun, interner.intern(text.trim())));
+                }
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! The human-readable renderer: a verdict line, the user's findings with
+//! location, source line and a short stack, one line per noise source, and a
+//! summary. Colour only when asked for (a terminal without `NO_COLOR`).
+
+use std::fmt::Write as _;
+
+use crate::report::{Finding, FrameOut, Report};
+
+/// Rendering options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextOptions {
+    pub color: bool,
+    /// Full stacks and every noise finding.
+    pub verbose: bool,
+}
+
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn red(&self, s: &str) -> String {
+        self.paint("1;31", s)
+    }
+    fn green(&self, s: &str) -> String {
+        self.paint("1;32", s)
+    }
+    fn yellow(&self, s: &str) -> String {
+        self.paint("1;33", s)
+    }
+    fn bold(&self, s: &str) -> String {
+        self.paint("1", s)
+    }
+    fn dim(&self, s: &str) -> String {
+        self.paint("2", s)
+    }
+}
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+/// A person's name for a Valgrind kind, singular and plural.
+pub fn kind_noun(kind: &str) -> (String, String) {
+    match kind {
+        "Leak_DefinitelyLost" => (
+            "definitely-lost leak".into(),
+            "definitely-lost leaks".into(),
+        ),
+        "Leak_IndirectlyLost" => (
+            "indirectly-lost leak".into(),
+            "indirectly-lost leaks".into(),
+        ),
+        "Leak_PossiblyLost" => ("possibly-lost leak".into(), "possibly-lost leaks".into()),
+        "Leak_StillReachable" => (
+            "still-reachable block".into(),
+            "still-reachable blocks".into(),
+        ),
+        "FatalSignal" => ("crash".into(), "crashes".into()),
+        k => (format!("{k} error"), format!("{k} errors")),
+    }
+}
+
+fn frame_str(f: &FrameOut) -> String {
+    let name = f.function.as_deref().unwrap_or("???");
+    let name = if name.chars().count() > 100 {
+        let cut: String = name.chars().take(97).collect();
+        format!("{cut}...")
+    } else {
+        name.to_string()
+    };
+    match (&f.file, f.line) {
+        (Some(file), Some(l)) => format!("{name} ({file}:{l})"),
+        _ => match &f.object {
+            Some(o) => format!("{name} (in {o})"),
+            None => name,
+        },
+    }
+}
+
+fn short_stack(f: &Finding, verbose: bool) -> Vec<(bool, &FrameOut)> {
+    if verbose || f.stack.len() <= 6 {
+        return f.stack.iter().map(|fr| (fr.user, fr)).collect();
+    }
+    let n = f.stack.len();
+    let mut keep = vec![false; n];
+    for (i, fr) in f.stack.iter().enumerate() {
+        if fr.user {
+            keep[i] = true;
+            if i > 0 {
+                keep[i - 1] = true;
+            }
+            if i + 1 < n {
+                keep[i + 1] = true;
+            }
+        }
+    }
+    if !keep.iter().any(|k| *k) {
+        for k in keep.iter_mut().take(3) {
+            *k = true;
+        }
+    }
+    f.stack
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(fr, _)| (fr.user, fr))
+        .collect()
+}
+
+fn verdict_line(r: &Report, st: &Style) -> String {
+    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
+    let mut by_kind: Vec<(String, u64)> = Vec::new();
+    for f in &user {
+        match by_kind.iter_mut().find(|(k, _)| *k == f.kind) {
+            Some((_, n)) => *n += 1,
+            None => by_kind.push((f.kind.clone(), 1)),
+        }
+    }
+    let what = if by_kind.is_empty() {
+        "no leaks or memory errors in your code".to_string()
+    } else {
+        let parts: Vec<String> = by_kind
+            .iter()
+            .map(|(k, n)| {
+                let (one, many) = kind_noun(k);
+                plural(*n, &one, &many)
+            })
+            .collect();
+        format!("{} in your code", parts.join(", "))
+    };
+    match r.verdict.status.as_str() {
+        "pass" => format!("{} {what}", st.green("PASS:")),
+        "fail" => format!("{} {what}", st.red("FAIL:")),
+        "incomplete" => format!(
+            "{} {what} (the report is incomplete)",
+            st.yellow("INCOMPLETE:")
+        ),
+        "target_failed" => format!(
+            "{} {what}, but the target failed",
+            st.yellow("TARGET FAILED:")
+        ),
+        _ => format!("{} {what}", st.red("ERROR:")),
+    }
+}
+
+/// Renders the whole report.
+pub fn render(r: &Report, opts: TextOptions) -> String {
+    let st = Style { on: opts.color };
+    let mut o = String::new();
+    let vg = match (&r.valgrind.version, r.valgrind.protocol) {
+        (Some(v), Some(p)) => format!("valgrind {v} (XML protocol {p})"),
+        (Some(v), None) => format!("valgrind {v}"),
+        (None, Some(p)) => format!("valgrind (XML protocol {p})"),
+        (None, None) => "valgrind (version unknown)".into(),
+    };
+    let _ = writeln!(
+        o,
+        "{} {} · {} · {}",
+        r.tool.name,
+        r.tool.version,
+        vg,
+        plural(r.processes.len() as u64, "process", "processes")
+    );
+    if r.mode == "run" {
+        let exit = match &r.target_exit {
+            Some(crate::model::ExitStatus::Code(c)) => format!("exit code {c}"),
+            Some(crate::model::ExitStatus::Signal(s)) => format!("killed by {s}"),
+            None => "exit unknown".into(),
+        };
+        let _ = writeln!(o, "target: {} ({exit})", r.command.join(" "));
+    } else {
+        let _ = writeln!(o, "analysed: {}", r.command.join(" "));
+    }
+    for e in &r.environment {
+        let _ = writeln!(o, "environment: {e}");
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "{}", verdict_line(r, &st));
+    for reason in &r.verdict.reasons {
+        let _ = writeln!(o, "  - {reason}");
+    }
+    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
+    for (i, f) in user.iter().enumerate() {
+        let _ = writeln!(o);
+        let amount = if f.is_leak() {
+            format!(
+                "{} in {}",
+                plural(f.bytes.unwrap_or(0), "byte", "bytes"),
+                plural(f.blocks.unwrap_or(0), "block", "blocks")
+            )
+        } else {
+            plural(f.count, "occurrence", "occurrences")
+        };
+        let gated = if crate::gate::is_gated_kind(&f.kind) {
+            ""
+        } else {
+            " (reported, not gated)"
+        };
+        let _ = writeln!(o, "{:>3}. {} — {amount}{gated}", i + 1, st.bold(&f.kind));
+        if !f.is_leak() && !f.message.is_empty() {
+            let _ = writeln!(o, "     {}", f.message);
+        }
+        if let Some(loc) = &f.location {
+            let func = loc.function.as_deref().unwrap_or("???");
+            let place = match (&loc.file, loc.line) {
+                (Some(file), Some(l)) => format!("{file}:{l}"),
+                _ => loc.object.clone().unwrap_or_else(|| "???".into()),
+            };
+            let _ = writeln!(o, "     at {} in {}", st.bold(&place), func);
+            if let Some(p) = &loc.path
+                && loc.file.as_deref() != Some(p.as_str())
+            {
+                let _ = writeln!(o, "     {}", st.dim(p));
+            }
+            match (&f.source_line, loc.line) {
+                (Some(src), Some(l)) => {
+                    let _ = writeln!(o, "     {:>5} | {}", l, src.trim_end());
+                }
+                (None, Some(_)) => {
+                    let _ = writeln!(o, "     {}", st.dim("(source file not readable here)"));
+                }
+                _ => {}
+            }
+        }
+        let _ = writeln!(o, "     stack:");
+        let frames = short_stack(f, opts.verbose);
+        let mut last: Option<usize> = None;
+        for (user, fr) in frames {
+            let idx = f
+                .stack
+                .iter()
+                .position(|x| std::ptr::eq(x, fr))
+                .unwrap_or(0);
+            let gap = match last {
+                Some(l) => idx.saturating_sub(l + 1),
+                None => idx,
+            };
+            if gap > 0 {
+                let _ = writeln!(o, "         {}", st.dim(&format!("... {gap} frames")));
+            }
+            last = Some(idx);
+            let mark = if user { ">" } else { " " };
+            let line = format!("       {mark} {}", frame_str(fr));
+            let _ = writeln!(o, "{}", if user { st.bold(&line) } else { line });
+        }
+        if let Some(l) = last
+            && l + 1 < f.stack.len()
+        {
+            let _ = writeln!(
+                o,
+                "         {}",
+                st.dim(&format!("... {} more frames", f.stack.len() - l - 1))
+            );
+        }
+        if f.pids.len() > 1 {
+            let pids: Vec<String> = f.pids.iter().map(|p| p.to_string()).collect();
+            let _ = writeln!(o, "     in processes {}", pids.join(", "));
+        }
+    }
+    let _ = writeln!(o);
+    let noise = &r.summary.noise;
+    if noise.by_source.is_empty() {
+        let _ = writeln!(o, "noise: none");
+    } else {
+        let parts: Vec<String> = noise
+            .by_source
+            .iter()
+            .map(|(k, n)| {
+                let bytes = noise.bytes_by_source.get(k).copied().unwrap_or(0);
+                if bytes > 0 {
+                    format!(
+                        "{k}: {} ({} bytes)",
+                        plural(*n, "record", "records"),
+                        thousands(bytes)
+                    )
+                } else {
+                    format!("{k}: {}", plural(*n, "record", "records"))
+                }
+            })
+            .collect();
+        let _ = writeln!(o, "noise (not yours): {}", parts.join(", "));
+        if opts.verbose {
+            for f in r.findings.iter().filter(|f| !f.is_user()) {
+                let top = f
+                    .stack
+                    .iter()
+                    .find(|fr| fr.function.is_some())
+                    .map(frame_str)
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    o,
+                    "  {} {} ×{} {}",
+                    f.source.as_deref().unwrap_or("?"),
+                    f.kind,
+                    f.records,
+                    top
+                );
+            }
+        }
+    }
+    if r.summary.suppressed.records > 0 {
+        let _ = writeln!(
+            o,
+            "suppressed: {} by {}",
+            plural(r.summary.suppressed.records, "record", "records"),
+            plural(
+                r.summary.suppressed.by_suppression.len() as u64,
+                "rule",
+                "rules"
+            )
+        );
+    }
+    for p in r.processes.iter().filter(|p| !p.client_messages.is_empty()) {
+        for m in &p.client_messages {
+            let _ = writeln!(
+                o,
+                "client message (pid {}): {}",
+                p.pid.unwrap_or(0),
+                m.trim()
+            );
+        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    let u = &r.summary.user;
+    let _ = writeln!(
+        o,
+        "summary: {} read; yours: {} ({} bytes definitely lost, {}); noise: {}; suppressed: {}",
+        plural(r.summary.records, "record", "records"),
+        plural(u.findings, "finding", "findings"),
+        thousands(u.definitely_lost.bytes),
+        plural(u.errors, "error", "errors"),
+        plural(noise.findings, "finding", "findings"),
+        thousands(r.summary.suppressed.records)
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_thousands() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+    }
+}

@@ -1,0 +1,175 @@
+//! The report model: what every renderer (text, JSON, later JUnit/SARIF/HTML)
+//! shows. Its serde form *is* the JSON contract (`schema_version` 1, see
+//! README.md "JSON report"); names and meanings of existing fields never
+//! change, fields may be added.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::attribute::Location;
+use crate::model::ExitStatus;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool: ToolInfo,
+    pub valgrind: ValgrindInfo,
+    /// "run" or "analyze".
+    pub mode: String,
+    /// The target's argv (run) or the analysed paths (analyze).
+    pub command: Vec<String>,
+    /// Environment changes leakgate made for the target, e.g. `PYTHONMALLOC=malloc`.
+    pub environment: Vec<String>,
+    /// How the target (the process leakgate started) ended; null in analyze mode.
+    pub target_exit: Option<ExitStatus>,
+    pub processes: Vec<ProcessOut>,
+    pub findings: Vec<Finding>,
+    pub summary: Summary,
+    pub verdict: Verdict,
+    /// Things the user should know that are not findings (incomplete files,
+    /// unknown protocol versions, Valgrind's log when it failed, ...).
+    pub notes: Vec<String>,
+    /// Roots used to decide what is user code.
+    pub src_roots: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ValgrindInfo {
+    /// e.g. "3.19.0"; null when unknown.
+    pub version: Option<String>,
+    /// XML protocol version of the report(s).
+    pub protocol: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessOut {
+    pub pid: Option<u64>,
+    pub ppid: Option<u64>,
+    pub command: Vec<String>,
+    pub complete: bool,
+    pub exit: Option<ExitStatus>,
+    /// The XML file it was read from.
+    pub xml: String,
+    /// Why it is incomplete, if it is.
+    pub incomplete_reason: Option<String>,
+    /// Error records read from this process' XML.
+    pub records: u64,
+    /// `<clientmsg>` texts (VALGRIND_PRINTF), in order.
+    pub client_messages: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FrameOut {
+    pub function: Option<String>,
+    pub object: Option<String>,
+    pub file: Option<String>,
+    pub path: Option<String>,
+    pub line: Option<u32>,
+    pub ip: Option<String>,
+    /// Whether leakgate judged this frame to be user code.
+    pub user: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// Stable hex id: kind + function names of the user/owner frames.
+    pub fingerprint: String,
+    /// Valgrind's kind string (`Leak_DefinitelyLost`, `InvalidRead`, ...).
+    pub kind: String,
+    /// "user" or "noise".
+    pub category: String,
+    /// null for user findings, else the noise label.
+    pub source: Option<String>,
+    /// Valgrind's `<what>` of the first record.
+    pub message: String,
+    /// Leaks: Valgrind's leakedbytes (direct + indirect), summed over records.
+    pub bytes: Option<u64>,
+    /// Leaks: leaked blocks, summed over records.
+    pub blocks: Option<u64>,
+    /// Occurrences (errors: from `<errorcounts>`; leaks: number of loss records).
+    pub count: u64,
+    pub location: Option<Location>,
+    /// The source line at `location`, when the file is readable.
+    pub source_line: Option<String>,
+    pub stack: Vec<FrameOut>,
+    /// The `--track-origins` stack, if any.
+    pub origin: Option<Vec<FrameOut>>,
+    pub pids: Vec<u64>,
+    /// How many XML records this finding stands for.
+    pub records: u64,
+    /// Auxiliary descriptions Valgrind gave (address descriptions, origins).
+    pub aux: Vec<String>,
+}
+
+impl Finding {
+    pub fn is_user(&self) -> bool {
+        self.category == "user"
+    }
+    pub fn is_leak(&self) -> bool {
+        self.kind.starts_with("Leak_")
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BytesBlocks {
+    pub bytes: u64,
+    pub blocks: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct UserSummary {
+    pub findings: u64,
+    pub definitely_lost: BytesBlocks,
+    pub indirectly_lost: BytesBlocks,
+    pub possibly_lost: BytesBlocks,
+    pub still_reachable: BytesBlocks,
+    /// User findings that are not leaks (memory errors, fatal signals).
+    pub errors: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct NoiseSummary {
+    pub findings: u64,
+    /// Records per noise label.
+    pub by_source: BTreeMap<String, u64>,
+    /// Leaked bytes per noise label.
+    pub bytes_by_source: BTreeMap<String, u64>,
+    /// Records per Valgrind kind.
+    pub by_kind: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SuppressedSummary {
+    pub records: u64,
+    pub by_suppression: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// Error records read (`<error>` and `<fatal_signal>`), all processes.
+    /// Always equals Σ findings[].records + suppressed.records.
+    pub records: u64,
+    /// Records per Valgrind kind, as read.
+    pub records_by_kind: BTreeMap<String, u64>,
+    pub user: UserSummary,
+    pub noise: NoiseSummary,
+    pub suppressed: SuppressedSummary,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// "pass", "fail", "incomplete", "target_failed" or "error".
+    pub status: String,
+    pub exit_code: i32,
+    /// Why, one sentence each (empty on a pass).
+    pub reasons: Vec<String>,
+}

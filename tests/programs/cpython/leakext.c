@@ -1,0 +1,102 @@
+/*
+ * leakext.c - leakgate test program: CPython C extension module `leakext`
+ * with deliberate leaks, used to check that leakgate attributes leaks to
+ * the extension and not to the interpreter.
+ *
+ * Build: python3 setup.py build_ext --inplace   (compiled with -O0 -g)
+ * Leak sites carry a trailing marker comment (an `@` followed by a name,
+ * each appearing exactly once); see tests/programs/README.md.
+ *   leak_malloc()          malloc(48) dropped                  -> definitely lost
+ *   leak_bytes()           100-byte bytes object never DECREF'd -> definitely lost
+ *                          only with PYTHONMALLOC=malloc (pymalloc hides it)
+ *   error_path_leak(flag)  malloc(40); a true flag raises ValueError without
+ *                          freeing                              -> definitely lost
+ *   clean()                allocates and frees, no leak
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+
+static volatile char g_sink;
+
+static __attribute__((noinline)) PyObject *
+leak_malloc(PyObject *self, PyObject *args)
+{
+    char *p = malloc(48); /* @py_malloc */
+    if (p == NULL)
+        return PyErr_NoMemory();
+    memset(p, 'm', 48);
+    g_sink = p[47];
+    p = NULL;
+    Py_RETURN_NONE;
+}
+
+static __attribute__((noinline)) PyObject *
+leak_bytes(PyObject *self, PyObject *args)
+{
+    char buf[100];
+    memset(buf, 'b', sizeof buf);
+    PyObject *b = PyBytes_FromStringAndSize(buf, sizeof buf); /* @py_bytes */
+    if (b == NULL)
+        return NULL;
+    /* Missing Py_DECREF(b): the reference is dropped. */
+    b = NULL;
+    Py_RETURN_NONE;
+}
+
+static __attribute__((noinline)) PyObject *
+error_path_leak(PyObject *self, PyObject *args)
+{
+    int flag = 0;
+    if (!PyArg_ParseTuple(args, "p", &flag))
+        return NULL;
+    char *buf = malloc(40); /* @py_error_path */
+    if (buf == NULL)
+        return PyErr_NoMemory();
+    memset(buf, 'e', 40);
+    if (flag) {
+        /* Bug: buf is not freed on this error path. */
+        buf = NULL;
+        PyErr_SetString(PyExc_ValueError, "error_path_leak: flag was set");
+        return NULL;
+    }
+    g_sink = buf[0];
+    free(buf);
+    Py_RETURN_NONE;
+}
+
+static __attribute__((noinline)) PyObject *
+clean(PyObject *self, PyObject *args)
+{
+    char *p = malloc(64);
+    if (p == NULL)
+        return PyErr_NoMemory();
+    memset(p, 'c', 64);
+    PyObject *b = PyBytes_FromStringAndSize(p, 64);
+    free(p);
+    if (b == NULL)
+        return NULL;
+    Py_DECREF(b);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef leakext_methods[] = {
+    {"leak_malloc", leak_malloc, METH_NOARGS, "malloc(48) and drop it."},
+    {"leak_bytes", leak_bytes, METH_NOARGS, "Create a bytes object and leak the reference."},
+    {"error_path_leak", error_path_leak, METH_VARARGS,
+     "Allocate a buffer; if flag is true raise ValueError and leak it."},
+    {"clean", clean, METH_NOARGS, "Allocate and free; no leak."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef leakext_module = {
+    PyModuleDef_HEAD_INIT, "leakext", "leakgate test extension with deliberate leaks.", -1,
+    leakext_methods,
+};
+
+PyMODINIT_FUNC
+PyInit_leakext(void)
+{
+    return PyModule_Create(&leakext_module);
+}
