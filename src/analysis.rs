@@ -154,6 +154,7 @@ impl Aggregator {
                     acc.finding.count += 1;
                     *acc.finding.bytes.get_or_insert(0) += rec.leaked_bytes.unwrap_or(0);
                     *acc.finding.blocks.get_or_insert(0) += rec.leaked_blocks.unwrap_or(0);
+                    *acc.finding.direct_bytes.get_or_insert(0) += direct_bytes(&rec);
                 } else {
                     acc.finding.count += 1;
                 }
@@ -217,7 +218,7 @@ impl Aggregator {
                 };
                 match bb {
                     Some(bb) => {
-                        bb.bytes += f.bytes.unwrap_or(0);
+                        bb.bytes += f.direct_bytes.unwrap_or(0);
                         bb.blocks += f.blocks.unwrap_or(0);
                     }
                     None => summary.user.errors += 1,
@@ -345,6 +346,7 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
         message: rec.what.clone(),
         bytes: rec.is_leak().then(|| rec.leaked_bytes.unwrap_or(0)),
         blocks: rec.is_leak().then(|| rec.leaked_blocks.unwrap_or(0)),
+        direct_bytes: rec.is_leak().then(|| direct_bytes(rec)),
         count: 1,
         location,
         source_line: None,
@@ -358,6 +360,20 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
             .filter(|a| !a.text.is_empty())
             .map(|a| a.text.clone())
             .collect(),
+    }
+}
+
+/// The direct bytes of a leak record: "48 (16 direct, 32 indirect) bytes in
+/// 1 blocks ..." → 16; without the parenthesis all bytes are direct.
+fn direct_bytes(rec: &Record) -> u64 {
+    let total = rec.leaked_bytes.unwrap_or(0);
+    let Some(open) = rec.what.find('(') else {
+        return total;
+    };
+    let rest = &rec.what[open + 1..];
+    match rest.find(" direct") {
+        Some(end) => crate::parse::parse_num(&rest[..end]).unwrap_or(total),
+        None => total,
     }
 }
 

@@ -248,10 +248,10 @@ fn emit(report: &Report, args: &ReportArgs) -> Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?,
         None => {
             let mut out = std::io::stdout().lock();
-            if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-                if e.kind() != std::io::ErrorKind::BrokenPipe {
-                    bail!("cannot write the report: {e}");
-                }
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                bail!("cannot write the report: {e}");
             }
         }
     }

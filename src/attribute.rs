@@ -433,10 +433,10 @@ impl Attributor {
         for f in stack {
             let (class, user_obj) = self.object(&f.obj);
             let src = self.source(f);
-            if let SourceRes::User(_) = src {
-                if matches!(class, ObjClass::Other | ObjClass::Unknown) || user_obj {
-                    root_hit = true;
-                }
+            if let SourceRes::User(_) = src
+                && (matches!(class, ObjClass::Other | ObjClass::Unknown) || user_obj)
+            {
+                root_hit = true;
             }
             facts.push((class, user_obj, src));
         }

@@ -93,6 +93,9 @@ pub struct Finding {
     pub message: String,
     /// Leaks: Valgrind's leakedbytes (direct + indirect), summed over records.
     pub bytes: Option<u64>,
+    /// Leaks: the direct part of `bytes` (Valgrind's "N (D direct, I indirect)"),
+    /// summed over records; what Valgrind's leak summary counts.
+    pub direct_bytes: Option<u64>,
     /// Leaks: leaked blocks, summed over records.
     pub blocks: Option<u64>,
     /// Occurrences (errors: from `<errorcounts>`; leaks: number of loss records).

@@ -13,4 +13,4 @@ mod input;
 mod reader;
 
 pub use input::{InputError, open_input};
-pub use reader::{FileSummary, Interner, parse_stream};
+pub use reader::{FileSummary, Interner, parse_num, parse_stream};

@@ -60,7 +60,7 @@ enum Tag {
     Tid,
     Kind,
     Fd,
-    PathTag,
+    FdPath,
     What,
     Xwhat,
     Text,
@@ -112,7 +112,7 @@ fn tag_of(name: &[u8]) -> Tag {
         b"tid" => Tag::Tid,
         b"kind" => Tag::Kind,
         b"fd" => Tag::Fd,
-        b"path" => Tag::PathTag,
+        b"path" => Tag::FdPath,
         b"what" => Tag::What,
         b"xwhat" => Tag::Xwhat,
         b"text" => Tag::Text,
@@ -151,7 +151,7 @@ fn is_raw_text(name: &[u8]) -> bool {
 
 /// Parses an integer the way Valgrind prints them: decimal, possibly with
 /// thousands separators, or `0x` hex.
-pub(crate) fn parse_num(s: &str) -> Option<u64> {
+pub fn parse_num(s: &str) -> Option<u64> {
     let s = s.trim();
     if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         return u64::from_str_radix(h, 16).ok();
@@ -489,10 +489,8 @@ impl Ctx<'_> {
             (Tag::Arg, Some(Tag::Vargv)) => {
                 self.sum.process.valgrind_args.push(text.trim().to_string());
             }
-            (Tag::State, Some(Tag::Status)) if !in_record => {
-                if text.trim() == "FINISHED" {
-                    self.saw_finished = true;
-                }
+            (Tag::State, Some(Tag::Status)) if !in_record && text.trim() == "FINISHED" => {
+                self.saw_finished = true;
             }
             (Tag::Text, Some(Tag::ClientMsg)) => {
                 self.sum
@@ -556,7 +554,7 @@ impl Ctx<'_> {
             (Tag::Tid, Some(Tag::Error | Tag::FatalSignal)) => b.rec.tid = parse_num(text),
             (Tag::Kind, Some(Tag::Error)) => b.rec.kind = interner.intern(text.trim()),
             (Tag::Fd, Some(Tag::Error)) => b.rec.fd = text.trim().parse().ok(),
-            (Tag::PathTag, Some(Tag::Error)) => b.rec.fd_path = Some(text.trim().to_string()),
+            (Tag::FdPath, Some(Tag::Error)) => b.rec.fd_path = Some(text.trim().to_string()),
             (Tag::What, Some(Tag::Error)) => b.rec.what = text.trim().to_string(),
             (Tag::Text, Some(Tag::Xwhat)) => b.rec.what = text.trim().to_string(),
             (Tag::LeakedBytes, Some(Tag::Xwhat)) => b.rec.leaked_bytes = parse_num(text),

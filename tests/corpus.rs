@@ -1,0 +1,313 @@
+//! Integration tests: `leakgate analyze` on recorded reports — the fixtures
+//! in `fixtures/` (always present) and the shared corpora in `../shared`
+//! (skipped with a message when absent, as in a user's clone).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn fixture(p: &str) -> PathBuf {
+    common::repo_root().join("fixtures").join(p)
+}
+
+fn shared(p: &str) -> Option<PathBuf> {
+    let dir = common::repo_root().join("..").join("shared").join(p);
+    if dir.exists() {
+        Some(dir)
+    } else {
+        eprintln!("SKIP: ../shared/{p} is absent (not a CI checkout)");
+        None
+    }
+}
+
+/// `leakgate analyze --format json ARGS`; (exit code, report or Null, stderr).
+fn analyze(args: &[&str], paths: &[&Path]) -> (i32, Value, String) {
+    let out = Command::new(common::leakgate_bin())
+        .arg("analyze")
+        .args(["--format", "json"])
+        .args(args)
+        .args(paths)
+        .output()
+        .expect("run leakgate");
+    let code = out.status.code().expect("not killed by a signal");
+    assert_ne!(
+        code,
+        101,
+        "leakgate panicked: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (code, v, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+fn records_conserved(r: &Value) {
+    let sum: u64 = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["records"].as_u64().unwrap())
+        .sum();
+    let supp = r["summary"]["suppressed"]["records"].as_u64().unwrap();
+    assert_eq!(
+        r["summary"]["records"].as_u64().unwrap(),
+        sum + supp,
+        "records conserved"
+    );
+}
+
+fn count_errors(path: &Path) -> u64 {
+    let text = String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();
+    (text.matches("<error>").count() + text.matches("<fatal_signal>").count()) as u64
+}
+
+#[test]
+fn many_xml_reads_every_record_once_despite_quirks() {
+    let p = fixture("raw-3.19/many.xml");
+    let (code, r, _) = analyze(&[], &[&p]);
+    assert_eq!(code, 1);
+    records_conserved(&r);
+    // 16 <error>s; the 16 duplicated top-level <suppression>s are not records.
+    assert_eq!(r["summary"]["records"], 16);
+    assert_eq!(count_errors(&p), 16);
+    // The unescaped <threadname>worker<&></threadname> loses nothing after it.
+    let thr = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["location"]["function"] == "thr")
+        .expect("the thread's error is read");
+    assert_eq!(thr["kind"], "InvalidWrite");
+    assert_eq!(r["processes"][0]["complete"], true);
+    let msgs = r["processes"][0]["client_messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2);
+    assert!(
+        msgs[0].as_str().unwrap().contains("<tag>&"),
+        "unescaped: {msgs:?}"
+    );
+    // <errorcounts> gives occurrences: cond_err's error is two contexts
+    // (two call sites), seen 1 + 3 times.
+    let cond = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["location"]["function"] == "cond_err")
+        .unwrap();
+    assert_eq!(cond["count"], 4);
+    assert_eq!(cond["records"], 2);
+}
+
+#[test]
+fn truncated_reports_keep_their_records_and_are_incomplete() {
+    for name in ["kill_KILL.xml", "exec_notrace.xml"] {
+        let p = fixture(&format!("raw-3.19/{name}"));
+        let (code, r, _) = analyze(&[], &[&p]);
+        // Their salvaged errors are in user code, so the gate (1) outranks
+        // incompleteness (3); without user code to blame it is 3.
+        assert_eq!(code, 1, "{name}");
+        assert_eq!(r["processes"][0]["complete"], false, "{name}");
+        assert_eq!(
+            r["summary"]["records"].as_u64().unwrap(),
+            count_errors(&p),
+            "{name}"
+        );
+        let reasons = r["verdict"]["reasons"].to_string();
+        assert!(
+            reasons.contains("incomplete") && reasons.contains("truncated"),
+            "{reasons}"
+        );
+        let (code, _, _) = analyze(&["--src-root", "/nonexistent-but-no"], &[&p]);
+        assert_eq!(code, 2, "a missing --src-root is a usage error");
+    }
+    // A report whose records are all outside the user's code: exit 3.
+    let tmp = common::tempdir();
+    let p = fixture("raw-3.19/kill_KILL.xml");
+    let (code, r, _) = analyze(
+        &[
+            "--src-root",
+            tmp.path().to_str().unwrap(),
+            "--user-object",
+            "nothing-matches",
+        ],
+        &[&p],
+    );
+    let user = r["summary"]["user"]["findings"].as_u64().unwrap();
+    if user == 0 {
+        assert_eq!(code, 3);
+        assert_eq!(r["verdict"]["status"], "incomplete");
+    }
+}
+
+#[test]
+fn valgrind_refusing_to_run_is_incomplete() {
+    let p = fixture("raw-3.19/bad_suppression_file.xml");
+    let (code, r, _) = analyze(&[], &[&p]);
+    assert_eq!(code, 3);
+    assert_eq!(r["processes"][0]["complete"], false);
+}
+
+#[test]
+fn fatal_signal_is_a_finding_and_the_report_is_complete() {
+    let p = fixture("raw-3.19/kill_TERM.xml");
+    let (_, r, _) = analyze(&[], &[&p]);
+    assert_eq!(r["processes"][0]["complete"], true);
+    assert_eq!(r["processes"][0]["exit"]["signal"], "SIGTERM");
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "FatalSignal")
+    );
+    records_conserved(&r);
+}
+
+#[test]
+fn inlined_frames_and_mangled_names_are_read() {
+    let p = fixture("raw-3.19/inl.xml");
+    let (code, r, _) = analyze(&[], &[&p]);
+    assert_eq!(code, 1);
+    let kinds: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"MismatchedFree"), "{kinds:?}");
+    let stripped = fixture("raw-3.19/stripped.xml");
+    let (_, r, _) = analyze(&[], &[&stripped]);
+    records_conserved(&r);
+}
+
+#[test]
+fn protocol_6_report_is_read() {
+    let p = fixture("raw-3.27/fdleak.xml");
+    let (_, r, _) = analyze(&[], &[&p]);
+    assert_eq!(r["valgrind"]["protocol"], 6);
+    assert_eq!(r["summary"]["records"].as_u64().unwrap(), count_errors(&p));
+    let kinds = r["summary"]["records_by_kind"].to_string();
+    assert!(
+        kinds.contains("FdNotClosed"),
+        "unknown kinds kept as strings: {kinds}"
+    );
+    records_conserved(&r);
+}
+
+#[test]
+fn recorded_runs_reanalyse_with_source_roots() {
+    let p = fixture("recorded/leak_kinds.xml");
+    let src = common::programs_dir().join("c");
+    let (code, r, _) = analyze(&["--src-root", src.to_str().unwrap()], &[&p]);
+    assert_eq!(code, 1);
+    // The recorded paths point into a deleted temp dir; the trailing path
+    // component names leak_kinds.c under the root, so the local line shows.
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["location"]["function"] == "leak_definite")
+        .unwrap();
+    assert!(f["source_line"].as_str().unwrap().contains("@definite"));
+    assert!(
+        f["location"]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("tests/programs/c/leak_kinds.c")
+    );
+    assert_eq!(r["summary"]["user"]["definitely_lost"]["bytes"], 181);
+    // Several files at once: a directory.
+    let (code, r, _) = analyze(&[], &[&fixture("recorded")]);
+    assert_eq!(code, 1);
+    assert_eq!(r["processes"].as_array().unwrap().len(), 2);
+    records_conserved(&r);
+}
+
+#[test]
+fn torch_extension_report_has_exactly_the_two_user_leaks() {
+    let dir = fixture("torch-ext");
+    let expected: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("expected.json")).unwrap()).unwrap();
+    let (code, r, err) = analyze(
+        &["--src-root", dir.to_str().unwrap()],
+        &[&dir.join("valgrind.xml.zst")],
+    );
+    assert_eq!(code, 1, "{err}");
+    records_conserved(&r);
+    let user: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "user")
+        .collect();
+    let want = expected["user"].as_array().unwrap();
+    assert_eq!(
+        user.len(),
+        want.len(),
+        "{:#?}",
+        user.iter().map(|f| &f["location"]).collect::<Vec<_>>()
+    );
+    for w in want {
+        let hit = user.iter().find(|f| {
+            f["kind"] == w["kind"]
+                && f["location"]["file"] == w["file"]
+                && f["location"]["line"] == w["line"]
+                && f["location"]["function"] == w["function"]
+        });
+        let hit = hit.unwrap_or_else(|| panic!("missing {w}"));
+        assert_eq!(hit["bytes"], w["bytes"]);
+        assert_eq!(hit["blocks"], w["blocks"]);
+        assert!(hit["source_line"].as_str().is_some(), "local source found");
+    }
+    let total: u64 = expected["records"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(r["summary"]["records"].as_u64().unwrap(), total);
+    for (kind, n) in expected["records"].as_object().unwrap() {
+        assert_eq!(&r["summary"]["records_by_kind"][kind], n, "{kind}");
+    }
+    // Without a source root (a foreign report) the same two are found.
+    let (_, r2, _) = analyze(&[], &[&dir.join("valgrind.xml.zst")]);
+    assert_eq!(r2["summary"]["user"]["findings"], 2);
+}
+
+fn every_file_parses(dir: &Path) {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if !(name.ends_with(".xml") || name.contains(".stderr.exp")) {
+            continue;
+        }
+        n += 1;
+        let (code, r, err) = analyze(&[], &[&p]);
+        assert!(matches!(code, 0 | 1 | 3), "{name}: exit {code}: {err}");
+        assert_eq!(
+            r["summary"]["records"].as_u64().unwrap(),
+            count_errors(&p),
+            "{name}: every <error> is a record"
+        );
+        records_conserved(&r);
+    }
+    assert!(n > 0);
+}
+
+#[test]
+fn valgrind_own_test_expectations_parse() {
+    if let Some(d) = shared("corpus/valgrind-tests") {
+        every_file_parses(&d);
+    }
+}
+
+#[test]
+fn raw_corpora_parse() {
+    for d in ["corpus/raw-3.19", "corpus/raw-3.27", "corpus/peers"] {
+        if let Some(d) = shared(d) {
+            every_file_parses(&d);
+        }
+    }
+}
