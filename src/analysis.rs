@@ -7,10 +7,13 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use crate::attribute::{Attribution, Attributor, Location};
 use crate::model::{ExitStatus, Frame, ProcessInfo, Record};
 use crate::parse::{self, InputError, Interner};
 use crate::report::{Finding, FrameOut, ProcessOut, Summary};
+use crate::suppress::{MatchOutcome, SuppressionSet, Suppressor};
 
 /// Stacks of noise findings are cut to this many frames (user findings keep all).
 const NOISE_STACK_FRAMES: usize = 16;
@@ -23,7 +26,7 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
         if p.is_dir() {
             let rd = std::fs::read_dir(p).map_err(|e| InputError::Io {
                 path: p.clone(),
-                source: e,
+                err: e,
             })?;
             let mut files: Vec<PathBuf> = rd
                 .filter_map(|e| e.ok().map(|e| e.path()))
@@ -54,6 +57,11 @@ pub struct Analysis {
     pub processes: Vec<ProcessInfo>,
     pub findings: Vec<Finding>,
     pub summary: Summary,
+    /// Per suppression (load order): records it suppressed.
+    pub supp_used: Vec<u64>,
+    /// Names of suppressions that swallowed records leakgate attributes to
+    /// the user, with counts.
+    pub supp_hid_user: Vec<(String, u64)>,
 }
 
 struct Acc {
@@ -71,6 +79,12 @@ pub struct Aggregator {
     err_index: HashMap<(usize, u64), usize>,
     summary: Summary,
     processes: usize,
+    suppressor: Arc<Suppressor>,
+    /// The matcher for each process (by index), chosen from its Valgrind options.
+    sets: HashMap<usize, Arc<SuppressionSet>>,
+    supp_used: Vec<u64>,
+    supp_undecided: Vec<u64>,
+    supp_hid_user: Vec<u64>,
 }
 
 /// FNV-1a, 64 bit: stable across platforms and Rust versions.
@@ -118,8 +132,14 @@ fn frame_out(f: &Frame, user: bool, local: Option<&PathBuf>) -> FrameOut {
 }
 
 impl Aggregator {
-    pub fn new(attributor: Attributor) -> Aggregator {
+    pub fn new(attributor: Attributor, suppressor: Arc<Suppressor>) -> Aggregator {
+        let n = suppressor.suppressions().len();
         Aggregator {
+            suppressor,
+            sets: HashMap::new(),
+            supp_used: vec![0; n],
+            supp_undecided: vec![0; n],
+            supp_hid_user: vec![0; n],
             attributor,
             accs: Vec::new(),
             index: HashMap::new(),
@@ -135,8 +155,8 @@ impl Aggregator {
         self.processes - 1
     }
 
-    /// Attributes one record and folds it in.
-    pub fn add(&mut self, rec: Record) {
+    /// Attributes one record, applies the suppressions, and folds it in.
+    pub fn add(&mut self, rec: Record, process: &ProcessInfo) {
         self.summary.records += 1;
         *self
             .summary
@@ -144,6 +164,37 @@ impl Aggregator {
             .entry(rec.kind.to_string())
             .or_default() += 1;
         let att = self.attributor.attribute(&rec);
+        if !self.suppressor.is_empty() {
+            let set = match self.sets.get(&rec.process) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = self.suppressor.set_for(&process.valgrind_args);
+                    self.sets.insert(rec.process, s.clone());
+                    s
+                }
+            };
+            match set.first_match(&rec) {
+                MatchOutcome::Suppressed(i) => {
+                    self.supp_used[i] += 1;
+                    if att.is_user() {
+                        self.supp_hid_user[i] += 1;
+                    }
+                    self.summary.suppressed.records += 1;
+                    *self
+                        .summary
+                        .suppressed
+                        .by_suppression
+                        .entry(set.suppressions()[i].name.clone())
+                        .or_default() += 1;
+                    return;
+                }
+                MatchOutcome::Undecidable(i) => {
+                    self.supp_undecided[i] += 1;
+                    self.summary.suppressed.undecidable += 1;
+                }
+                MatchOutcome::NotSuppressed => {}
+            }
+        }
         let (fp, line) = fingerprint(&rec, &att);
         let key = (fp, line);
         let idx = match self.index.get(&key) {
@@ -196,6 +247,23 @@ impl Aggregator {
     /// source lines read, summary filled in.
     pub fn finish(self, processes: Vec<ProcessInfo>) -> Analysis {
         let mut summary = self.summary;
+        let supps = self.suppressor.suppressions();
+        let supp_hid_user: Vec<(String, u64)> = self
+            .supp_hid_user
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(i, n)| (supps[i].name.clone(), *n))
+            .collect();
+        for (i, n) in self.supp_undecided.iter().enumerate() {
+            if *n > 0 {
+                *summary
+                    .suppressed
+                    .undecidable_by_suppression
+                    .entry(supps[i].name.clone())
+                    .or_default() += n;
+            }
+        }
         let mut findings: Vec<Finding> = self
             .accs
             .into_iter()
@@ -254,6 +322,8 @@ impl Aggregator {
             processes,
             findings,
             summary,
+            supp_used: self.supp_used,
+            supp_hid_user,
         }
     }
 }
@@ -406,15 +476,18 @@ impl SourceLines {
 pub fn analyze_files(
     files: &[PathBuf],
     attributor: Attributor,
+    suppressor: Arc<Suppressor>,
     exits: &HashMap<u64, ExitStatus>,
 ) -> Result<Analysis, InputError> {
-    let mut agg = Aggregator::new(attributor);
+    let mut agg = Aggregator::new(attributor, suppressor);
     let mut interner = Interner::default();
     let mut processes = Vec::new();
     for file in files {
         let input = parse::open_input(file)?;
         let pidx = agg.add_process();
-        let sum = parse::parse_stream(input, file, pidx, &mut interner, &mut |rec| agg.add(rec))?;
+        let sum = parse::parse_stream(input, file, pidx, &mut interner, &mut |rec, p| {
+            agg.add(rec, p)
+        })?;
         agg.apply_error_counts(pidx, &sum.error_counts);
         let mut info = sum.process;
         if let Some(pid) = info.pid

@@ -10,12 +10,17 @@ use clap::Parser;
 
 use crate::analysis::{self, Analysis};
 use crate::attribute::{Attributor, UserSpec};
-use crate::cli::{AnalyzeArgs, Cli, ColorChoice, Command, Format, ReportArgs, RunArgs};
+use crate::cli::{
+    AnalyzeArgs, Cli, ColorChoice, Command, Format, LintArgs, ReportArgs, RunArgs,
+    SuppressionsCommand,
+};
 use crate::gate::{self, Policy};
 use crate::model::ExitStatus;
 use crate::render;
 use crate::report::{Report, SCHEMA_VERSION, ToolInfo, ValgrindInfo};
 use crate::run::{self, RunConfig};
+use crate::suppress::{self, Suppressor};
+use std::sync::Arc;
 
 /// Parses the command line, runs it, and returns the process exit code.
 pub fn main_exit() -> i32 {
@@ -34,6 +39,84 @@ fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(a) => cmd_run(a),
         Command::Analyze(a) => cmd_analyze(a),
+        Command::Lint(a) => cmd_lint(a),
+        Command::Suppressions(c) => cmd_suppressions(c),
+    }
+}
+
+fn load_suppressions(args: &ReportArgs) -> Result<Arc<Suppressor>> {
+    let supps = suppress::load::load(&args.suppressions, !args.no_bundled_suppressions)?;
+    Ok(Arc::new(Suppressor::new(supps)))
+}
+
+fn cmd_lint(a: LintArgs) -> Result<i32> {
+    let mut bad = false;
+    for f in &a.files {
+        match suppress::load::parse_file(f) {
+            Err(e) => {
+                println!("{e}");
+                bad = true;
+            }
+            Ok(p) => {
+                for e in &p.errors {
+                    println!("{e}");
+                }
+                for s in &p.suppressions {
+                    for w in &s.warnings {
+                        println!("{}:{}: warning: {}: {w}", s.file, s.line, s.name);
+                    }
+                    if let Some(v) = s.kind.introduced_in() {
+                        println!(
+                            "{}:{}: warning: {}: kind {} needs Valgrind {v} or later",
+                            s.file, s.line, s.name, s.kind_name
+                        );
+                    }
+                }
+                if p.errors.is_empty() {
+                    println!(
+                        "{}: ok ({} Memcheck suppressions, {} for other tools)",
+                        f.display(),
+                        p.suppressions.len(),
+                        p.skipped.len()
+                    );
+                } else {
+                    bad = true;
+                }
+            }
+        }
+    }
+    Ok(if bad {
+        gate::EXIT_USAGE
+    } else {
+        gate::EXIT_PASS
+    })
+}
+
+fn cmd_suppressions(c: SuppressionsCommand) -> Result<i32> {
+    match c {
+        SuppressionsCommand::List => {
+            for (name, text) in suppress::bundled::BUNDLED {
+                let p = suppress::parse_detailed(name, text, "Memcheck", 500);
+                println!("{name} ({} rules)", p.suppressions.len());
+                for s in &p.suppressions {
+                    println!("  {}  [{}:{}]", s.name, s.tools, s.kind_name);
+                }
+            }
+            Ok(gate::EXIT_PASS)
+        }
+        SuppressionsCommand::Show { name } => match suppress::bundled::get(&name) {
+            Some(text) => {
+                print!("{text}");
+                Ok(gate::EXIT_PASS)
+            }
+            None => {
+                let names: Vec<&str> = suppress::bundled::BUNDLED.iter().map(|(n, _)| *n).collect();
+                bail!(
+                    "no bundled suppression file {name:?} (there are: {})",
+                    names.join(", ")
+                )
+            }
+        },
     }
 }
 
@@ -62,6 +145,7 @@ fn user_spec(args: &ReportArgs, default_root: Option<PathBuf>) -> Result<UserSpe
 
 fn cmd_run(a: RunArgs) -> Result<i32> {
     let spec = user_spec(&a.report, Some(std::env::current_dir()?))?;
+    let suppressor = load_suppressions(&a.report)?;
     if let Some(dir) = &a.keep_xml {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--keep-xml {}: cannot create directory", dir.display()))?;
@@ -90,7 +174,12 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
             .push("Valgrind wrote no XML report (it failed to start or was killed)".to_string());
     }
     let exits: HashMap<u64, ExitStatus> = [(u64::from(out.pid), out.exit.clone())].into();
-    let analysis = analysis::analyze_files(&out.xml_files, Attributor::new(spec.clone()), &exits)?;
+    let analysis = analysis::analyze_files(
+        &out.xml_files,
+        Attributor::new(spec.clone()),
+        suppressor.clone(),
+        &exits,
+    )?;
     let valgrind_failed = !problems.is_empty() || analysis.processes.iter().any(|p| !p.complete);
     if valgrind_failed && !out.log.trim().is_empty() {
         eprintln!(
@@ -116,6 +205,8 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         &policy,
         &problems,
         notes,
+        &suppressor,
+        a.report.show_unused_suppressions,
     );
     emit(&report, &a.report)?;
     drop(out);
@@ -138,8 +229,14 @@ fn summarize_log(log: &str) -> String {
 
 fn cmd_analyze(a: AnalyzeArgs) -> Result<i32> {
     let spec = user_spec(&a.report, None)?;
+    let suppressor = load_suppressions(&a.report)?;
     let files = analysis::collect_inputs(&a.paths)?;
-    let analysis = analysis::analyze_files(&files, Attributor::new(spec.clone()), &HashMap::new())?;
+    let analysis = analysis::analyze_files(
+        &files,
+        Attributor::new(spec.clone()),
+        suppressor.clone(),
+        &HashMap::new(),
+    )?;
     let version = analysis
         .processes
         .iter()
@@ -156,6 +253,8 @@ fn cmd_analyze(a: AnalyzeArgs) -> Result<i32> {
         &Policy::default(),
         &[],
         Vec::new(),
+        &suppressor,
+        a.report.show_unused_suppressions,
     );
     emit(&report, &a.report)?;
     Ok(report.verdict.exit_code)
@@ -173,7 +272,33 @@ fn build_report(
     policy: &Policy,
     problems: &[String],
     mut notes: Vec<String>,
+    suppressor: &Suppressor,
+    show_unused: bool,
 ) -> Report {
+    let mut analysis = analysis;
+    analysis.summary.suppressed.loaded = suppressor.suppressions().len() as u64;
+    if show_unused {
+        analysis.summary.suppressed.unused = Some(
+            suppressor
+                .suppressions()
+                .iter()
+                .zip(&analysis.supp_used)
+                .filter(|(_, n)| **n == 0)
+                .map(|(s, _)| format!("{} ({}:{})", s.name, s.file, s.line))
+                .collect(),
+        );
+    }
+    for (name, n) in &analysis.supp_hid_user {
+        notes.push(format!(
+            "suppression {name:?} hid {n} record(s) that leakgate attributes to your code"
+        ));
+    }
+    if analysis.summary.suppressed.undecidable > 0 {
+        notes.push(format!(
+            "{} record(s) may match a suppression but the XML cannot decide it (no <sframe> names, or frames hidden below main); they are kept",
+            analysis.summary.suppressed.undecidable
+        ));
+    }
     let processes = analysis::processes_out(&analysis.processes);
     let protocol = analysis.processes.iter().filter_map(|p| p.protocol).max();
     for p in &analysis.processes {

@@ -31,6 +31,29 @@ pub enum Command {
     /// Analyse Valgrind XML files produced elsewhere (files, or directories of *.xml).
     #[command(after_help = EXIT_CODES)]
     Analyze(AnalyzeArgs),
+    /// Check suppression files the way Valgrind reads them; list every problem (exit 0 fine, 2 errors).
+    Lint(LintArgs),
+    /// The suppression files bundled with leakgate.
+    #[command(subcommand)]
+    Suppressions(SuppressionsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// Suppression files to check.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SuppressionsCommand {
+    /// List the bundled suppression files and their rules.
+    List,
+    /// Print a bundled suppression file (e.g. `cuda` or `cuda.supp`).
+    Show {
+        /// File name.
+        name: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,6 +87,15 @@ pub struct ReportArgs {
     /// Full stacks and every noise finding in the text report.
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// A Valgrind suppression file to apply after the run (repeatable; later files win, as in Valgrind).
+    #[arg(long = "suppressions", value_name = "FILE")]
+    pub suppressions: Vec<PathBuf>,
+    /// Do not apply the bundled suppressions (CUDA, CPython, pybind11, libtorch, glibc).
+    #[arg(long)]
+    pub no_bundled_suppressions: bool,
+    /// List the suppressions that matched nothing.
+    #[arg(long)]
+    pub show_unused_suppressions: bool,
     /// Colour in the text report (auto: only on a terminal, and never with NO_COLOR set).
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,

@@ -152,8 +152,19 @@ pub struct NoiseSummary {
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SuppressedSummary {
+    /// Records suppressed (leakgate applies suppressions after the run).
     pub records: u64,
+    /// Records per suppression name.
     pub by_suppression: BTreeMap<String, u64>,
+    /// Records that some suppression may match but the XML cannot decide
+    /// (e.g. a demangled `<fn>` without `<sframe>` names): not suppressed.
+    pub undecidable: u64,
+    pub undecidable_by_suppression: BTreeMap<String, u64>,
+    /// Suppressions that matched nothing (only with --show-unused-suppressions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unused: Option<Vec<String>>,
+    /// How many suppressions were loaded (bundled + yours).
+    pub loaded: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]

@@ -25,14 +25,10 @@ pub enum RunError {
     ValgrindPathMissing(PathBuf),
     #[error("target not found: {0}")]
     TargetMissing(String),
-    #[error("cannot start valgrind ({path}): {source}")]
-    Spawn {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("cannot start valgrind ({path}): {err}")]
+    Spawn { path: PathBuf, err: std::io::Error },
     #[error("cannot create a temporary directory: {0}")]
-    TempDir(#[source] std::io::Error),
+    TempDir(std::io::Error),
 }
 
 /// How to run.
@@ -196,6 +192,9 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         os_concat("--xml-file=", &xml),
         os_concat("--log-file=", &log),
         "--gen-suppressions=all".into(),
+        // Frames below main take part in Valgrind's suppression matching;
+        // leakgate matches after the run, so it needs to see them.
+        "--show-below-main=yes".into(),
         format!("--num-callers={}", cfg.num_callers).into(),
         format!("--show-leak-kinds={}", cfg.show_leak_kinds).into(),
         "--error-limit=no".into(),
@@ -225,7 +224,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     valgrind_command.extend(target_argv.iter().cloned());
     let mut child = cmd.spawn().map_err(|e| RunError::Spawn {
         path: valgrind.clone(),
-        source: e,
+        err: e,
     })?;
     let pid = child.id();
     let status = loop {
@@ -235,7 +234,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
             Err(e) => {
                 return Err(RunError::Spawn {
                     path: valgrind.clone(),
-                    source: e,
+                    err: e,
                 });
             }
         }

@@ -12,12 +12,8 @@ pub enum InputError {
     NotFound(PathBuf),
     #[error("{0}: directory contains no *.xml files")]
     EmptyDir(PathBuf),
-    #[error("{path}: cannot read: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error("{path}: cannot read: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
     #[error("{path}: not a Valgrind XML report: {reason}")]
     NotValgrind { path: PathBuf, reason: String },
 }
@@ -26,9 +22,9 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 /// Opens `path` for streaming; zstd input is decompressed on the fly.
 pub fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>, InputError> {
-    let io = |source| InputError::Io {
+    let io = |err| InputError::Io {
         path: path.to_path_buf(),
-        source,
+        err,
     };
     let mut file = File::open(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {

@@ -202,7 +202,7 @@ pub fn parse_stream<R: BufRead>(
     path: &Path,
     process_index: usize,
     interner: &mut Interner,
-    sink: &mut dyn FnMut(Record),
+    sink: &mut dyn FnMut(Record, &ProcessInfo),
 ) -> Result<FileSummary, InputError> {
     let mut reader = Reader::from_reader(input);
     {
@@ -246,7 +246,7 @@ pub fn parse_stream<R: BufRead>(
                 if let quick_xml::Error::Io(io) = &e {
                     return Err(InputError::Io {
                         path: path.to_path_buf(),
-                        source: std::io::Error::new(io.kind(), io.to_string()),
+                        err: std::io::Error::new(io.kind(), io.to_string()),
                     });
                 }
                 incomplete = Some(format!(
@@ -273,7 +273,7 @@ pub fn parse_stream<R: BufRead>(
                     let raw =
                         read_raw_until(reader.get_mut(), name).map_err(|e| InputError::Io {
                             path: path.to_path_buf(),
-                            source: e,
+                            err: e,
                         })?;
                     match raw {
                         Some(t) => {
@@ -305,7 +305,7 @@ pub fn parse_stream<R: BufRead>(
                 if let Some(mut rec) = ctx.done.take() {
                     rec.process = process_index;
                     rec.pid = ctx.sum.process.pid;
-                    sink(rec);
+                    sink(rec, &ctx.sum.process);
                 }
                 if tag == Tag::Root && stack.is_empty() {
                     ctx.closed = true;

@@ -1,0 +1,1010 @@
+//! The suppression-file reader, reproducing Valgrind 3.19's
+//! `load_one_suppressions_file` / `get_nbnc_line` /
+//! `MC_(read_extra_suppression_info)` exactly (spec §2), except that it does
+//! not stop at the first error: it reports it, skips to the end of the record
+//! and goes on, so that every problem of a file is listed.
+
+use std::fmt;
+
+use super::kind::{ExtraLine, LeakKindSet, SuppKind, parse_fishy_line, tool_kind};
+
+/// Valgrind's hard limit on stack depth (`VG_DEEPEST_BACKTRACE`).
+pub const DEEPEST_BACKTRACE: usize = 500;
+
+/// The longest line (from its first non-blank byte, before trimming) that
+/// Valgrind's line reader accepts: its buffer doubles from 200 bytes and an
+/// assertion fires when it would reach 102400 (>= 100000), i.e. on the
+/// 51200th byte.
+pub const MAX_LINE_LEN: usize = 51_199;
+
+/// One location line of a suppression.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Loc {
+    /// `fun:PATTERN`
+    Fun(String),
+    /// `obj:PATTERN`
+    Obj(String),
+    /// `src:FILEPATTERN[:LINE]`; `line` is `None` when absent, 0 or not a number.
+    Src { file: String, line: Option<u32> },
+    /// `...`
+    Ellipsis,
+}
+
+impl fmt::Display for Loc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Loc::Fun(p) => write!(f, "fun:{p}"),
+            Loc::Obj(p) => write!(f, "obj:{p}"),
+            Loc::Src { file, line: None } => write!(f, "src:{file}"),
+            Loc::Src {
+                file,
+                line: Some(l),
+            } => write!(f, "src:{file}:{l}"),
+            Loc::Ellipsis => f.write_str("..."),
+        }
+    }
+}
+
+/// One suppression record that Valgrind would load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suppression {
+    /// The name line, as-is (names need not be unique).
+    pub name: String,
+    /// The file it was read from.
+    pub file: String,
+    /// Physical line number of its `{`.
+    pub line: u32,
+    /// The tool this record was loaded for (the `tool` argument of [`parse`]).
+    pub tool: String,
+    /// The raw tool list before the `:` (`Memcheck`, `Memcheck,Helgrind`).
+    pub tools: String,
+    /// The raw kind text after the `:` (`Value0`, `Leak`, ...).
+    pub kind_name: String,
+    /// The kind with its extra line.
+    pub kind: SuppKind,
+    /// Location lines, after truncation to `num_callers`.
+    pub frames: Vec<Loc>,
+    /// Location lines that were dropped because of `num_callers` (§2.3).
+    pub dropped_lines: usize,
+    /// Non-fatal remarks Valgrind would print or that matter to a linter.
+    pub warnings: Vec<String>,
+}
+
+impl fmt::Display for Suppression {
+    /// The record in suppression-file syntax (after truncation).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{{")?;
+        writeln!(f, "   {}", self.name)?;
+        writeln!(f, "   {}:{}", self.tools, self.kind_name)?;
+        match &self.kind {
+            SuppKind::Param(p) => writeln!(f, "   {p}")?,
+            SuppKind::Leak(set) if !set.is_all() => writeln!(f, "   match-leak-kinds: {set}")?,
+            SuppKind::FishyValue(Some(t)) => writeln!(f, "   {}({})", t.func, t.arg)?,
+            _ => {}
+        }
+        for l in &self.frames {
+            writeln!(f, "   {l}")?;
+        }
+        write!(f, "}}")
+    }
+}
+
+/// What went wrong (the message texts are Valgrind's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SyntaxErrorKind {
+    ExpectedOpenBrace,
+    UnexpectedCloseBrace,
+    EofExpectingToolKind,
+    MalformedToolLine,
+    UnknownCoreType,
+    UnknownToolType,
+    EofWhenSkipping,
+    BadExtraInfo,
+    EofInStackTrace,
+    MissingStackTrace,
+    TooManyCallers,
+    BadLocation,
+    OnlyEllipsis,
+    /// Not a syntax error proper: Valgrind aborts with an assertion.
+    LineTooLong,
+}
+
+impl fmt::Display for SyntaxErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SyntaxErrorKind::ExpectedOpenBrace => "expected '{' or end-of-file",
+            SyntaxErrorKind::UnexpectedCloseBrace => "unexpected '}'",
+            SyntaxErrorKind::EofExpectingToolKind => {
+                "unexpected end-of-file (expecting tool:suppr)"
+            }
+            SyntaxErrorKind::MalformedToolLine => "malformed 'tool1,tool2,...:supp' line",
+            SyntaxErrorKind::UnknownCoreType => "unknown core suppression type",
+            SyntaxErrorKind::UnknownToolType => "unknown tool suppression type",
+            SyntaxErrorKind::EofWhenSkipping => {
+                "unexpected end-of-file (when skipping suppression)"
+            }
+            SyntaxErrorKind::BadExtraInfo => "bad or missing extra suppression info",
+            SyntaxErrorKind::EofInStackTrace => "unexpected end-of-file (when reading stack trace)",
+            SyntaxErrorKind::MissingStackTrace => "missing stack trace",
+            SyntaxErrorKind::TooManyCallers => "too many callers in stack trace",
+            SyntaxErrorKind::BadLocation => {
+                "location should be \"...\", or should start with \"fun:\", \"obj:\", or \"src:\""
+            }
+            SyntaxErrorKind::OnlyEllipsis => {
+                "suppression must contain at least one location line which is not \"...\""
+            }
+            SyntaxErrorKind::LineTooLong => {
+                "line longer than 100000 chars, aborting (Valgrind's reader asserts on any \
+                 line of 51200 or more bytes)"
+            }
+        })
+    }
+}
+
+/// A problem that makes Valgrind reject the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub file: String,
+    /// Physical line number (1-based) of the offending line; for an
+    /// unexpected end of file, the last line.
+    pub line: u32,
+    pub kind: SyntaxErrorKind,
+    /// `kind` as text (Valgrind's message).
+    pub message: String,
+}
+
+impl fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+    }
+}
+
+impl std::error::Error for SyntaxError {}
+
+/// A record that was skipped because its tool list does not name the tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub name: String,
+    /// Line of its `{`.
+    pub line: u32,
+    /// The raw tool list.
+    pub tools: String,
+    pub kind_name: String,
+}
+
+/// Everything [`parse_detailed`] found in one file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParsedFile {
+    pub suppressions: Vec<Suppression>,
+    pub errors: Vec<SyntaxError>,
+    /// Records for other tools (silently ignored by Valgrind).
+    pub skipped: Vec<Skipped>,
+}
+
+/// C `isspace` in the C locale.
+fn is_c_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r')
+}
+
+/// One line as `get_nbnc_line` returns it.
+#[derive(Debug, Clone, Copy)]
+struct Line<'a> {
+    text: &'a str,
+    /// Physical line number.
+    no: u32,
+    too_long: bool,
+}
+
+/// `get_nbnc_line`: skips blank lines, leading blanks and comment lines,
+/// trims trailing blanks. A last line without `\n` is returned untrimmed and
+/// is not checked for `#` (Valgrind returns early at end of file).
+struct Reader<'a> {
+    text: &'a str,
+    pos: usize,
+    /// Newlines consumed so far.
+    newlines: u32,
+    peeked: Option<Line<'a>>,
+    /// Over-long comment lines seen since the last check.
+    long_comment: Option<u32>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(text: &'a str) -> Self {
+        Reader {
+            text,
+            pos: 0,
+            newlines: 0,
+            peeked: None,
+            long_comment: None,
+        }
+    }
+
+    /// The number of the last physical line (for end-of-file errors).
+    fn last_line(&self) -> u32 {
+        let ends_nl = self.text.ends_with('\n');
+        let n = self.text.bytes().filter(|&b| b == b'\n').count() as u32;
+        if ends_nl || self.text.is_empty() {
+            n.max(1)
+        } else {
+            n + 1
+        }
+    }
+
+    fn unread(&mut self, l: Line<'a>) {
+        self.peeked = Some(l);
+    }
+
+    fn next(&mut self) -> Option<Line<'a>> {
+        if let Some(l) = self.peeked.take() {
+            return Some(l);
+        }
+        let b = self.text.as_bytes();
+        loop {
+            while self.pos < b.len() && is_c_space(b[self.pos]) {
+                if b[self.pos] == b'\n' {
+                    self.newlines = self.newlines.saturating_add(1);
+                }
+                self.pos += 1;
+            }
+            if self.pos >= b.len() {
+                return None;
+            }
+            let start = self.pos;
+            let no = self.newlines.saturating_add(1);
+            let (end, at_eof) = match b[start..].iter().position(|&c| c == b'\n') {
+                Some(off) => (start + off, false),
+                None => (b.len(), true),
+            };
+            self.pos = if at_eof { end } else { end + 1 };
+            if !at_eof {
+                self.newlines = self.newlines.saturating_add(1);
+            }
+            let too_long = end - start > MAX_LINE_LEN;
+            let mut line = &b[start..end];
+            if !at_eof {
+                while line.len() > 1 && is_c_space(line[line.len() - 1]) {
+                    line = &line[..line.len() - 1];
+                }
+            }
+            // C strings end at the first NUL.
+            if let Some(z) = line.iter().position(|&c| c == 0) {
+                line = &line[..z];
+            }
+            if !at_eof && b[start] == b'#' {
+                if too_long && self.long_comment.is_none() {
+                    self.long_comment = Some(no);
+                }
+                continue;
+            }
+            // All cut points are ASCII bytes, so this never fails; be safe anyway.
+            let text = std::str::from_utf8(line).unwrap_or("");
+            return Some(Line { text, no, too_long });
+        }
+    }
+}
+
+fn is_location_line(s: &str) -> bool {
+    s.starts_with("fun:") || s.starts_with("obj:") || s == "..."
+}
+
+/// `tool_name_present`: `strstr`, then comma boundaries of the first hit only.
+pub fn tool_name_present(name: &str, names: &str) -> bool {
+    match names.find(name) {
+        Some(i) => {
+            let before_ok = i == 0 || names.as_bytes()[i - 1] == b',';
+            let after = names.as_bytes().get(i + name.len());
+            before_ok && matches!(after, None | Some(b','))
+        }
+        None => false,
+    }
+}
+
+/// `VG_(strtoll10)` then the cast to `UInt`.
+fn strtoll10_u32(s: &str) -> u32 {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() && is_c_space(b[i]) {
+        i += 1;
+    }
+    let mut neg = false;
+    if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
+        neg = b[i] == b'-';
+        i += 1;
+    }
+    let mut n: i64 = 0;
+    while i < b.len() && b[i].is_ascii_digit() {
+        n = n.wrapping_mul(10).wrapping_add(i64::from(b[i] - b'0'));
+        i += 1;
+    }
+    if neg {
+        n = n.wrapping_neg();
+    }
+    n as u32
+}
+
+/// `setLocationTy`.
+fn parse_location(s: &str) -> Option<Loc> {
+    if let Some(p) = s.strip_prefix("fun:") {
+        Some(Loc::Fun(p.to_string()))
+    } else if let Some(p) = s.strip_prefix("obj:") {
+        Some(Loc::Obj(p.to_string()))
+    } else if let Some(p) = s.strip_prefix("src:") {
+        let (file, line) = match p.split_once(':') {
+            Some((f, l)) => (f, strtoll10_u32(l)),
+            None => (p, 0),
+        };
+        Some(Loc::Src {
+            file: file.to_string(),
+            line: (line != 0).then_some(line),
+        })
+    } else if s == "..." {
+        Some(Loc::Ellipsis)
+    } else {
+        None
+    }
+}
+
+/// How to resynchronise after an error.
+enum Recover {
+    /// The offending line was the record's `}`: nothing to skip.
+    Closed,
+    /// Skip to the next `}` (or stop before a `{`).
+    SkipToClose,
+    /// The offending line was a `{`: it probably starts the next record.
+    Reopen,
+    /// End of file reached.
+    Eof,
+}
+
+struct Fail {
+    kind: SyntaxErrorKind,
+    line: u32,
+    recover: Recover,
+}
+
+enum RecordOutcome {
+    Loaded(Suppression),
+    Skipped(Skipped),
+}
+
+struct Parser<'a> {
+    rd: Reader<'a>,
+    file: &'a str,
+    tool: &'a str,
+    num_callers: usize,
+}
+
+impl<'a> Parser<'a> {
+    /// Next line; an over-long line (or comment before it) is an error.
+    fn line(&mut self) -> Result<Option<Line<'a>>, Fail> {
+        let l = self.rd.next();
+        if let Some(no) = self.rd.long_comment.take() {
+            if let Some(l) = l {
+                self.rd.unread(l);
+            }
+            return Err(Fail {
+                kind: SyntaxErrorKind::LineTooLong,
+                line: no,
+                recover: Recover::SkipToClose,
+            });
+        }
+        match l {
+            Some(l) if l.too_long => Err(Fail {
+                kind: SyntaxErrorKind::LineTooLong,
+                line: l.no,
+                recover: recover_at(l.text),
+            }),
+            other => Ok(other),
+        }
+    }
+
+    fn eof(&self, kind: SyntaxErrorKind) -> Fail {
+        Fail {
+            kind,
+            line: self.rd.last_line(),
+            recover: Recover::Eof,
+        }
+    }
+
+    fn record(&mut self, open_line: u32) -> Result<RecordOutcome, Fail> {
+        // Name line.
+        let name_l = match self.line()? {
+            None => return Err(self.eof(SyntaxErrorKind::UnexpectedCloseBrace)),
+            Some(l) if l.text == "}" => return Err(fail(SyntaxErrorKind::UnexpectedCloseBrace, l)),
+            Some(l) => l,
+        };
+        // Tool:kind line.
+        let Some(tk) = self.line()? else {
+            return Err(self.eof(SyntaxErrorKind::EofExpectingToolKind));
+        };
+        let Some((tools, kind_name)) = tk.text.split_once(':') else {
+            return Err(fail(SyntaxErrorKind::MalformedToolLine, tk));
+        };
+        if tool_name_present("core", tools) {
+            return Err(fail(SyntaxErrorKind::UnknownCoreType, tk));
+        }
+        if !tool_name_present(self.tool, tools) {
+            loop {
+                match self.line()? {
+                    None => return Err(self.eof(SyntaxErrorKind::EofWhenSkipping)),
+                    Some(l) if l.text == "}" => break,
+                    Some(_) => {}
+                }
+            }
+            return Ok(RecordOutcome::Skipped(Skipped {
+                name: name_l.text.to_string(),
+                line: open_line,
+                tools: tools.to_string(),
+                kind_name: kind_name.to_string(),
+            }));
+        }
+        let Some((mut kind, extra)) = tool_kind(self.tool, kind_name) else {
+            return Err(fail(SyntaxErrorKind::UnknownToolType, tk));
+        };
+        let mut warnings = Vec::new();
+        if let Some(v) = kind.introduced_in().filter(|_| !kind.known_to_3_19()) {
+            warnings.push(format!(
+                "kind {kind_name} needs Valgrind {v} or later; Valgrind 3.19 rejects this file"
+            ));
+        }
+        // Extra line (MC_(read_extra_suppression_info)).
+        let mut pending: Option<Line<'a>> = None;
+        match extra {
+            ExtraLine::None => {}
+            ExtraLine::Param => match self.line()? {
+                None => return Err(self.eof(SyntaxErrorKind::BadExtraInfo)),
+                Some(l) if is_location_line(l.text) => {
+                    return Err(fail(SyntaxErrorKind::BadExtraInfo, l));
+                }
+                Some(l) => {
+                    if l.text == "preadv(vector[...])" || l.text == "pwritev(vector[...])" {
+                        warnings.push(format!(
+                            "{} is an obsolete suppression line not supported in valgrind 3.15 \
+                             or later",
+                            l.text
+                        ));
+                    }
+                    kind = SuppKind::Param(l.text.to_string());
+                }
+            },
+            ExtraLine::Leak => match self.line()? {
+                None => {}
+                Some(l) if is_location_line(l.text) => pending = Some(l),
+                Some(l) => match l.text.strip_prefix("match-leak-kinds:") {
+                    Some(v) => {
+                        let v = v.trim_start_matches(|c: char| c.is_ascii() && is_c_space(c as u8));
+                        match LeakKindSet::parse(v) {
+                            Ok(set) => kind = SuppKind::Leak(set),
+                            Err(_) => return Err(fail(SyntaxErrorKind::BadExtraInfo, l)),
+                        }
+                    }
+                    None => return Err(fail(SyntaxErrorKind::BadExtraInfo, l)),
+                },
+            },
+            ExtraLine::FishyValue => match self.line()? {
+                None => {}
+                Some(l) if is_location_line(l.text) => {
+                    warnings.push(
+                        "FishyValue suppression without a FUNC(ARG) line: Valgrind crashes \
+                         when it tests this suppression"
+                            .to_string(),
+                    );
+                    pending = Some(l);
+                }
+                Some(l) => match parse_fishy_line(l.text) {
+                    Some(t) => kind = SuppKind::FishyValue(Some(t)),
+                    None => return Err(fail(SyntaxErrorKind::BadExtraInfo, l)),
+                },
+            },
+        }
+        // Location lines.
+        let mut frames = Vec::new();
+        let mut dropped_lines = 0usize;
+        let close_line;
+        loop {
+            let l = match pending.take() {
+                Some(l) => l,
+                None => match self.line()? {
+                    Some(l) => l,
+                    None => return Err(self.eof(SyntaxErrorKind::EofInStackTrace)),
+                },
+            };
+            if l.text == "}" {
+                if frames.is_empty() {
+                    return Err(fail(SyntaxErrorKind::MissingStackTrace, l));
+                }
+                close_line = l.no;
+                break;
+            }
+            if frames.len() == DEEPEST_BACKTRACE {
+                return Err(fail(SyntaxErrorKind::TooManyCallers, l));
+            }
+            if !frames.is_empty() && frames.len() >= self.num_callers {
+                // Remaining lines are ignored up to '}' (or end of file).
+                dropped_lines = 1;
+                let mut last = l.no;
+                loop {
+                    match self.line()? {
+                        None => break,
+                        Some(x) if x.text == "}" => {
+                            last = x.no;
+                            break;
+                        }
+                        Some(x) => {
+                            last = x.no;
+                            dropped_lines += 1;
+                        }
+                    }
+                }
+                close_line = last;
+                break;
+            }
+            match parse_location(l.text) {
+                Some(loc) => frames.push(loc),
+                None => return Err(fail(SyntaxErrorKind::BadLocation, l)),
+            }
+        }
+        if frames.iter().all(|f| *f == Loc::Ellipsis) {
+            return Err(Fail {
+                kind: SyntaxErrorKind::OnlyEllipsis,
+                line: close_line,
+                recover: Recover::Closed,
+            });
+        }
+        if dropped_lines > 0 {
+            warnings.push(format!(
+                "{dropped_lines} line(s) after the first {} location lines are ignored \
+                 (--num-callers={})",
+                frames.len(),
+                self.num_callers
+            ));
+        }
+        Ok(RecordOutcome::Loaded(Suppression {
+            name: name_l.text.to_string(),
+            file: self.file.to_string(),
+            line: open_line,
+            tool: self.tool.to_string(),
+            tools: tools.to_string(),
+            kind_name: kind_name.to_string(),
+            kind,
+            frames,
+            dropped_lines,
+            warnings,
+        }))
+    }
+
+    /// Skips to the line after the next `}`; stops before a `{`.
+    fn skip_to_close(&mut self) {
+        while let Some(l) = self.rd.next() {
+            if l.text == "}" {
+                return;
+            }
+            if l.text == "{" {
+                self.rd.unread(l);
+                return;
+            }
+        }
+    }
+}
+
+fn recover_at(text: &str) -> Recover {
+    match text {
+        "}" => Recover::Closed,
+        "{" => Recover::Reopen,
+        _ => Recover::SkipToClose,
+    }
+}
+
+fn fail(kind: SyntaxErrorKind, l: Line<'_>) -> Fail {
+    Fail {
+        kind,
+        line: l.no,
+        recover: recover_at(l.text),
+    }
+}
+
+/// Parses one suppression file as Valgrind `tool` (its details name, e.g.
+/// `Memcheck`) run with `--num-callers=num_callers` would, listing every
+/// error instead of stopping at the first. Records with errors are left out.
+pub fn parse_detailed(file_name: &str, text: &str, tool: &str, num_callers: usize) -> ParsedFile {
+    let mut p = Parser {
+        rd: Reader::new(text),
+        file: file_name,
+        tool,
+        num_callers: num_callers.clamp(1, DEEPEST_BACKTRACE),
+    };
+    let mut out = ParsedFile::default();
+    let push_err = |out: &mut ParsedFile, kind: SyntaxErrorKind, line: u32| {
+        out.errors.push(SyntaxError {
+            file: file_name.to_string(),
+            line,
+            message: kind.to_string(),
+            kind,
+        })
+    };
+    loop {
+        let l = match p.line() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(f) => {
+                push_err(&mut out, f.kind, f.line);
+                continue;
+            }
+        };
+        if l.text != "{" {
+            push_err(&mut out, SyntaxErrorKind::ExpectedOpenBrace, l.no);
+            // Resynchronise on the next '{'.
+            while let Some(x) = p.rd.next() {
+                if x.text == "{" {
+                    p.rd.unread(x);
+                    break;
+                }
+            }
+            continue;
+        }
+        match p.record(l.no) {
+            Ok(RecordOutcome::Loaded(s)) => out.suppressions.push(s),
+            Ok(RecordOutcome::Skipped(s)) => out.skipped.push(s),
+            Err(f) => {
+                push_err(&mut out, f.kind, f.line);
+                match f.recover {
+                    Recover::Closed => {}
+                    Recover::SkipToClose => p.skip_to_close(),
+                    Recover::Reopen => p.rd.unread(Line {
+                        text: "{",
+                        no: f.line,
+                        too_long: false,
+                    }),
+                    Recover::Eof => break,
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Parses one suppression file; see [`parse_detailed`].
+pub fn parse(
+    file_name: &str,
+    text: &str,
+    tool: &str,
+    num_callers: usize,
+) -> (Vec<Suppression>, Vec<SyntaxError>) {
+    let p = parse_detailed(file_name, text, tool, num_callers);
+    (p.suppressions, p.errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suppress::kind::{FishyTarget, LeakKind};
+
+    fn mc(text: &str) -> (Vec<Suppression>, Vec<SyntaxError>) {
+        parse("t.supp", text, "Memcheck", 12)
+    }
+
+    fn errs(text: &str) -> Vec<(u32, SyntaxErrorKind)> {
+        mc(text).1.into_iter().map(|e| (e.line, e.kind)).collect()
+    }
+
+    #[test]
+    fn default_supp_parses_cleanly() {
+        let path = "/usr/libexec/valgrind/default.supp";
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return;
+        };
+        let p = parse_detailed(path, &text, "Memcheck", 12);
+        assert!(p.errors.is_empty(), "{:?}", p.errors);
+        assert!(p.suppressions.len() > 50);
+        assert!(!p.skipped.is_empty(), "Helgrind/drd records are skipped");
+        // Also as Helgrind and drd (their records are all valid too).
+        for tool in ["Helgrind", "drd"] {
+            let p = parse_detailed(path, &text, tool, 12);
+            assert!(p.errors.is_empty(), "{tool}: {:?}", p.errors);
+        }
+    }
+
+    #[test]
+    fn basic_record() {
+        let (s, e) = mc(
+            "{\n   n1\n   Memcheck:Addr4\n   fun:f\n   obj:/lib/x.so\n   src:a.c:12\n   src:b.c\n   ...\n}\n",
+        );
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(s.len(), 1);
+        let s = &s[0];
+        assert_eq!(s.name, "n1");
+        assert_eq!(s.line, 1);
+        assert_eq!(s.kind, SuppKind::Addr(4));
+        assert_eq!(
+            s.frames,
+            vec![
+                Loc::Fun("f".into()),
+                Loc::Obj("/lib/x.so".into()),
+                Loc::Src {
+                    file: "a.c".into(),
+                    line: Some(12)
+                },
+                Loc::Src {
+                    file: "b.c".into(),
+                    line: None
+                },
+                Loc::Ellipsis
+            ]
+        );
+        let round = s.to_string();
+        let (s2, e2) = mc(&round);
+        assert!(e2.is_empty());
+        assert_eq!(s2[0].frames, s.frames);
+    }
+
+    #[test]
+    fn src_line_numbers() {
+        let (s, _) =
+            mc("{\nn\nMemcheck:Cond\nsrc:f.c:abc\nsrc:g.c:0\nsrc:h.c:12x\nsrc:i.c:-1\n}\n");
+        let lines: Vec<_> = s[0]
+            .frames
+            .iter()
+            .map(|l| match l {
+                Loc::Src { line, .. } => *line,
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(lines, vec![None, None, Some(12), Some(u32::MAX)]);
+    }
+
+    #[test]
+    fn e13_comments_crlf_hash_in_name() {
+        let t = "# c\r\n{\r\n  # inside\r\n   name with # hash\r\n#x\r\n Memcheck:Cond\r\n   fun:a\r\n\r\n}\r\n";
+        let (s, e) = mc(t);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(s[0].name, "name with # hash");
+        assert_eq!(s[0].frames, vec![Loc::Fun("a".into())]);
+        // There are no end-of-line comments.
+        assert_eq!(
+            errs("{\nn\nMemcheck:Cond\nfun:a\n} # x\n"),
+            vec![(5, SyntaxErrorKind::BadLocation)]
+        );
+        // Interior whitespace is kept; nothing is stripped after the prefix.
+        let (s, _) = mc("{\nn\nMemcheck:Cond\nfun: foo\n}\n");
+        assert_eq!(s[0].frames, vec![Loc::Fun(" foo".into())]);
+    }
+
+    #[test]
+    fn e13_missing_name() {
+        // The kind line becomes the name, "fun:value8" the tool line (tool "fun"): skipped.
+        let p = parse_detailed(
+            "t",
+            "{\n   Memcheck:Value8\n   fun:value8\n   fun:main\n}\n",
+            "Memcheck",
+            12,
+        );
+        assert!(p.errors.is_empty() && p.suppressions.is_empty());
+        assert_eq!(p.skipped.len(), 1);
+        assert_eq!(p.skipped[0].name, "Memcheck:Value8");
+    }
+
+    #[test]
+    fn e13_only_ellipsis_and_extra_lines() {
+        assert_eq!(
+            errs("{\nn\nMemcheck:Cond\n...\n...\n}\n"),
+            vec![(6, SyntaxErrorKind::OnlyEllipsis)]
+        );
+        assert_eq!(
+            errs("{\nn\nMemcheck:Cond\nmatch-leak-kinds: definite\nfun:a\n}\n"),
+            vec![(4, SyntaxErrorKind::BadLocation)]
+        );
+        assert_eq!(
+            errs("{\nn\nMemcheck:Leak\nmatch-leak-kinds: definite, possible\nfun:a\n}\n"),
+            vec![(4, SyntaxErrorKind::BadExtraInfo)]
+        );
+        let (s, e) = mc(
+            "{\nn\nMemcheck:Leak\nmatch-leak-kinds: none\nfun:a\n}\n{\nm\nMemcheck:Leak\nmatch-leak-kinds:definite,indirect\nfun:a\n}\n",
+        );
+        assert!(e.is_empty());
+        assert_eq!(s[0].kind, SuppKind::Leak(LeakKindSet::NONE));
+        let SuppKind::Leak(set) = s[1].kind else {
+            panic!()
+        };
+        assert!(set.contains(LeakKind::Definite) && set.contains(LeakKind::Indirect));
+        assert!(!set.contains(LeakKind::Possible));
+        // No match-leak-kinds: all kinds; a location line is given back.
+        let (s, _) = mc("{\nn\nMemcheck:Leak\nfun:malloc\n}\n");
+        assert_eq!(s[0].kind, SuppKind::Leak(LeakKindSet::ALL));
+        assert_eq!(s[0].frames, vec![Loc::Fun("malloc".into())]);
+    }
+
+    #[test]
+    fn e8_leak_with_src_first() {
+        assert_eq!(
+            errs("{\nn\nMemcheck:Leak\nsrc:st.c:12\n}\n"),
+            vec![(4, SyntaxErrorKind::BadExtraInfo)]
+        );
+        // After a match-leak-kinds line or a first fun: it is fine (E7).
+        let (_, e) = mc(
+            "{\nn\nMemcheck:Leak\nmatch-leak-kinds: all\nsrc:st.c:12\n}\n{\nn\nMemcheck:Leak\nfun:malloc\nsrc:st.c:12\n}\n",
+        );
+        assert!(e.is_empty(), "{e:?}");
+    }
+
+    #[test]
+    fn e9_e10_tool_line() {
+        assert_eq!(
+            errs("{\nn\nMemcheck: Cond\nfun:a\n}\n"),
+            vec![(3, SyntaxErrorKind::UnknownToolType)]
+        );
+        let p = parse_detailed(
+            "t",
+            "{\nn\nMemcheck2,Memcheck:Value8\nfun:a\n}\n",
+            "Memcheck",
+            12,
+        );
+        assert!(p.errors.is_empty() && p.suppressions.is_empty());
+        assert_eq!(p.skipped.len(), 1);
+        let (s, e) = mc("{\nn\nHelgrind,Memcheck:Value8\nfun:a\n}\n");
+        assert!(e.is_empty());
+        assert_eq!(s[0].kind, SuppKind::Value(8));
+        assert_eq!(
+            errs("{\nn\nMemcheck Cond\nfun:a\n}\n"),
+            vec![(3, SyntaxErrorKind::MalformedToolLine)]
+        );
+        assert_eq!(
+            errs("{\nn\ncore:Thread\nfun:a\n}\n"),
+            vec![(3, SyntaxErrorKind::UnknownCoreType)]
+        );
+        // Other tools' records are not validated.
+        let p = parse_detailed(
+            "t",
+            "{\nn\nHelgrind:Race\ngarbage\n...\n}\n",
+            "Memcheck",
+            12,
+        );
+        assert!(p.errors.is_empty());
+        assert_eq!(p.skipped.len(), 1);
+        // Later kinds are accepted, with a warning.
+        let (s, e) = mc("{\nn\nMemcheck:ReallocZero\nfun:a\n}\n");
+        assert!(e.is_empty());
+        assert_eq!(s[0].kind, SuppKind::ReallocZero);
+        assert_eq!(s[0].warnings.len(), 1);
+        assert!(tool_name_present("Memcheck", "Helgrind,Memcheck"));
+        assert!(!tool_name_present("Memcheck", "xMemcheck,Memcheck"));
+        assert!(!tool_name_present("Memcheck", "Memcheck "));
+    }
+
+    #[test]
+    fn param_and_fishy() {
+        let (s, e) = mc("{\nn\nMemcheck:Param\nwrite(buf)\nfun:write\n}\n");
+        assert!(e.is_empty());
+        assert_eq!(s[0].kind, SuppKind::Param("write(buf)".into()));
+        assert_eq!(
+            errs("{\nn\nMemcheck:Param\nfun:write\n}\n"),
+            vec![(4, SyntaxErrorKind::BadExtraInfo)]
+        );
+        // src: is not a location line for this check: it becomes the param.
+        let (s, _) = mc("{\nn\nMemcheck:Param\nsrc:a.c\nfun:write\n}\n");
+        assert_eq!(s[0].kind, SuppKind::Param("src:a.c".into()));
+        let (s, _) = mc("{\nn\nMemcheck:Param\npreadv(vector[...])\nfun:w\n}\n");
+        assert_eq!(s[0].warnings.len(), 1);
+        let (s, e) = mc("{\nn\nMemcheck:FishyValue\nmalloc(size)x\nfun:malloc\n}\n");
+        assert!(e.is_empty());
+        assert_eq!(
+            s[0].kind,
+            SuppKind::FishyValue(Some(FishyTarget {
+                func: "malloc".into(),
+                arg: "size".into()
+            }))
+        );
+        assert_eq!(
+            errs("{\nn\nMemcheck:FishyValue\nmalloc(size\nfun:malloc\n}\n"),
+            vec![(4, SyntaxErrorKind::BadExtraInfo)]
+        );
+        let (s, e) = mc("{\nn\nMemcheck:FishyValue\nfun:malloc\n}\n");
+        assert!(e.is_empty());
+        assert_eq!(s[0].kind, SuppKind::FishyValue(None));
+        assert_eq!(s[0].frames.len(), 1);
+    }
+
+    #[test]
+    fn structural_errors_and_recovery() {
+        let t = "junk\n{\nok1\nMemcheck:Cond\nfun:a\n}\n{\n}\n{\nn\nMemcheck:Cond\n}\n{\nn\nMemcheck:Cond\n..\nfun:b\n}\n{\nok2\nMemcheck:Cond\nfun:c\n}\n{\nn\nMemcheck:Cond\nfun:d\n";
+        let (s, e) = mc(t);
+        let got: Vec<_> = e.iter().map(|e| (e.line, e.kind.clone())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, SyntaxErrorKind::ExpectedOpenBrace),
+                (8, SyntaxErrorKind::UnexpectedCloseBrace),
+                (12, SyntaxErrorKind::MissingStackTrace),
+                (16, SyntaxErrorKind::BadLocation),
+                (27, SyntaxErrorKind::EofInStackTrace),
+            ]
+        );
+        let names: Vec<_> = s.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, vec!["ok1", "ok2"]);
+        assert_eq!(e[0].to_string(), "t.supp:1: expected '{' or end-of-file");
+        // A missing '}' is caught at the next '{', which then starts a record.
+        let (s, e) = mc("{\na\nMemcheck:Cond\nfun:a\n{\nb\nMemcheck:Cond\nfun:b\n}\n");
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].line, 5);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].name, "b");
+        assert_eq!(
+            errs("{\nn\n"),
+            vec![(2, SyntaxErrorKind::EofExpectingToolKind)]
+        );
+        assert_eq!(
+            errs("{\n"),
+            vec![(1, SyntaxErrorKind::UnexpectedCloseBrace)]
+        );
+        assert_eq!(
+            errs("{\nn\nfoo:bar\nfun:x\n"),
+            vec![(4, SyntaxErrorKind::EofWhenSkipping)]
+        );
+        assert!(mc("").1.is_empty());
+        assert!(mc("\n\n  # only comments\n").1.is_empty());
+    }
+
+    #[test]
+    fn last_line_without_newline() {
+        // "}" at EOF without newline is fine.
+        let (s, e) = mc("{\nn\nMemcheck:Cond\nfun:a\n}");
+        assert!(e.is_empty() && s.len() == 1);
+        // ... but it is not trimmed, and not treated as a comment.
+        assert_eq!(
+            errs("{\nn\nMemcheck:Cond\nfun:a\n}  "),
+            vec![(5, SyntaxErrorKind::BadLocation)]
+        );
+        assert_eq!(
+            errs("{\nn\nMemcheck:Cond\nfun:a\n}\n# end"),
+            vec![(6, SyntaxErrorKind::ExpectedOpenBrace)]
+        );
+    }
+
+    #[test]
+    fn e12_truncation_at_num_callers() {
+        let t = "{\nn\nMemcheck:Cond\nfun:a\nfun:b\nfun:c\nfun:d\nthis is wrong\n}\n";
+        let (s, e) = parse("t", t, "Memcheck", 4);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(s[0].frames.len(), 4);
+        assert_eq!(s[0].dropped_lines, 1);
+        let (_, e) = parse("t", t, "Memcheck", 12);
+        assert_eq!(e.len(), 1);
+        // Truncated record at end of file is accepted silently.
+        let (s, e) = parse("t", "{\nn\nMemcheck:Cond\nfun:a\nfun:b\n", "Memcheck", 1);
+        assert!(e.is_empty());
+        assert_eq!(s.len(), 1);
+        // 501 lines with --num-callers=500.
+        let mut big = String::from("{\nn\nMemcheck:Cond\n");
+        for _ in 0..501 {
+            big.push_str("fun:x\n");
+        }
+        big.push_str("}\n");
+        let (_, e) = parse("t", &big, "Memcheck", 500);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].kind, SyntaxErrorKind::TooManyCallers);
+        assert_eq!(e[0].line, 504);
+        let (s, e) = parse("t", &big, "Memcheck", 499);
+        assert!(e.is_empty());
+        assert_eq!(s[0].frames.len(), 499);
+    }
+
+    #[test]
+    fn long_lines_and_odd_bytes() {
+        let long = "x".repeat(MAX_LINE_LEN - 4);
+        let (s, e) = mc(&format!("{{\nn\nMemcheck:Cond\nfun:{long}\n}}\n"));
+        assert!(e.is_empty() && s.len() == 1);
+        let long = "x".repeat(MAX_LINE_LEN);
+        let (s, e) = mc(&format!(
+            "{{\nn\nMemcheck:Cond\nfun:{long}\n}}\n{{\nm\nMemcheck:Cond\nfun:a\n}}\n"
+        ));
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].kind, SyntaxErrorKind::LineTooLong);
+        assert_eq!(s.len(), 1);
+        // NUL ends a C string; \v and \f are blanks.
+        let (s, e) = mc("{\nn\nMemcheck:Cond\nfun:a\0junk\n\x0b\x0c}\x0b\n");
+        assert!(e.is_empty());
+        assert_eq!(s[0].frames, vec![Loc::Fun("a".into())]);
+        // Non-ASCII text survives.
+        let (s, _) = mc("{\nnäme\nMemcheck:Cond\nfun:é*\n}\n");
+        assert_eq!(s[0].name, "näme");
+    }
+}
