@@ -442,8 +442,17 @@ impl Attributor {
         }
         let root_mode = !self.spec.roots.is_empty() && root_hit;
         let mut roles = Vec::with_capacity(stack.len());
+        let mut below_main = false;
         for (f, (class, user_obj, src)) in stack.iter().zip(&facts) {
-            roles.push(self.role(f, *class, *user_obj, src, root_mode));
+            // Frames below main never decide, nor does anything outside them
+            // (with --show-below-main=yes Valgrind unwinds past `_start` into
+            // frames without object or name).
+            below_main = below_main || f.func.as_deref().is_some_and(is_below_main);
+            roles.push(if below_main {
+                Role::Skip
+            } else {
+                self.role(f, *class, *user_obj, src, root_mode)
+            });
         }
         let mut user_frames = Vec::new();
         let mut local_paths = Vec::new();

@@ -88,6 +88,11 @@ fn contains_marker(line: &str, marker: &str) -> bool {
 /// executable's path (`out_dir/<file stem>`). Panics with the compiler's
 /// output on failure.
 pub fn build_c(src_rel: &str, out_dir: &Path) -> PathBuf {
+    build_c_opt(src_rel, out_dir, "-O0")
+}
+
+/// [`build_c`] with another optimisation level (e.g. `-O2` for inlining).
+pub fn build_c_opt(src_rel: &str, out_dir: &Path, opt: &str) -> PathBuf {
     let src = programs_dir().join(src_rel);
     let file_name = src
         .file_name()
@@ -108,11 +113,11 @@ pub fn build_c(src_rel: &str, out_dir: &Path) -> PathBuf {
     let exe = out_dir.join(stem);
     let mut cmd = Command::new(compiler);
     cmd.current_dir(out_dir)
-        .args(["-g", "-O0", "-o"])
+        .args(["-g", opt, "-o"])
         .arg(&exe)
         .arg(&copy);
     let out = run_capture(&mut cmd, compiler);
-    check_success(&out, &format!("{compiler} -g -O0 {}", copy.display()));
+    check_success(&out, &format!("{compiler} -g {opt} {}", copy.display()));
     assert!(exe.is_file(), "{compiler} produced no {}", exe.display());
     exe
 }
