@@ -485,9 +485,15 @@ pub fn analyze_files(
     for file in files {
         let input = parse::open_input(file)?;
         let pidx = agg.add_process();
-        let sum = parse::parse_stream(input, file, pidx, &mut interner, &mut |rec, p| {
-            agg.add(rec, p)
-        })?;
+        let mut sink = |rec, p: &ProcessInfo| agg.add(rec, p);
+        let sum = match input {
+            parse::Input::Mapped(map) => {
+                parse::parse_slice(&map, file, pidx, &mut interner, &mut sink)?
+            }
+            parse::Input::Stream(r) => {
+                parse::parse_stream(r, file, pidx, &mut interner, &mut sink)?
+            }
+        };
         agg.apply_error_counts(pidx, &sum.error_counts);
         let mut info = sum.process;
         if let Some(pid) = info.pid

@@ -270,6 +270,17 @@ fn torch_extension_report_has_exactly_the_two_user_leaks() {
     for (kind, n) in expected["records"].as_object().unwrap() {
         assert_eq!(&r["summary"]["records_by_kind"][kind], n, "{kind}");
     }
+    // The bundled suppressions leave no noise of a gated kind.
+    let gated_noise: Vec<_> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "noise")
+        .filter(|f| f["kind"] != "Leak_PossiblyLost" && f["kind"] != "Leak_StillReachable")
+        .map(|f| (f["kind"].clone(), f["stack"][0]["function"].clone()))
+        .collect();
+    assert!(gated_noise.is_empty(), "{gated_noise:?}");
+    assert!(r["summary"]["suppressed"]["records"].as_u64().unwrap() > 60_000);
     // Without a source root (a foreign report) the same two are found.
     let (_, r2, _) = analyze(&[], &[&dir.join("valgrind.xml.zst")]);
     assert_eq!(r2["summary"]["user"]["findings"], 2);

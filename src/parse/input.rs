@@ -20,8 +20,16 @@ pub enum InputError {
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
-/// Opens `path` for streaming; zstd input is decompressed on the fly.
-pub fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>, InputError> {
+/// An opened report: memory-mapped (plain files) or a stream (compressed
+/// input, pipes).
+pub enum Input {
+    Mapped(memmap2::Mmap),
+    Stream(Box<dyn BufRead + Send>),
+}
+
+/// Opens `path`: plain regular files are memory-mapped (parsed without
+/// copying), zstd input is decompressed on the fly.
+pub fn open_input(path: &Path) -> Result<Input, InputError> {
     let io = |err| InputError::Io {
         path: path.to_path_buf(),
         err,
@@ -39,10 +47,30 @@ pub fn open_input(path: &Path) -> Result<Box<dyn BufRead + Send>, InputError> {
     let chained = std::io::Cursor::new(head).chain(file);
     if n == 4 && magic == ZSTD_MAGIC {
         let dec = zstd::stream::read::Decoder::new(chained).map_err(io)?;
-        Ok(Box::new(BufReader::with_capacity(256 * 1024, dec)))
-    } else {
-        Ok(Box::new(BufReader::with_capacity(256 * 1024, chained)))
+        return Ok(Input::Stream(Box::new(BufReader::with_capacity(
+            256 * 1024,
+            dec,
+        ))));
     }
+    let file = chained.into_inner().1;
+    let is_file = file
+        .metadata()
+        .map(|m| m.is_file() && m.len() > 0)
+        .unwrap_or(false);
+    if is_file {
+        // SAFETY: the map is read-only; a report rewritten while we read it
+        // can at worst give malformed XML, which the parser reports.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            return Ok(Input::Mapped(map));
+        }
+    }
+    let mut file = file;
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::Start(0)).map_err(io)?;
+    Ok(Input::Stream(Box::new(BufReader::with_capacity(
+        256 * 1024,
+        file,
+    ))))
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -12,5 +12,5 @@
 mod input;
 mod reader;
 
-pub use input::{InputError, open_input};
-pub use reader::{FileSummary, Interner, parse_num, parse_stream};
+pub use input::{Input, InputError, open_input};
+pub use reader::{FileSummary, Interner, parse_num, parse_slice, parse_stream};

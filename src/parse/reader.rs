@@ -1,7 +1,7 @@
 //! The event-driven state machine over quick-xml that turns one Valgrind XML
 //! document into [`Record`]s (delivered one at a time) and a [`FileSummary`].
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::io::BufRead;
 use std::path::Path;
 
@@ -144,9 +144,49 @@ fn tag_of(name: &[u8]) -> Tag {
     }
 }
 
+/// Leaf elements whose text the parser uses; the text of all others (the
+/// `<rawtext>` of generated suppressions, `<sname>`, ...) is not collected.
+fn wants_text(tag: Tag) -> bool {
+    !matches!(
+        tag,
+        Tag::Root
+            | Tag::Preamble
+            | Tag::Args
+            | Tag::Vargv
+            | Tag::Argv
+            | Tag::Status
+            | Tag::Error
+            | Tag::Xwhat
+            | Tag::Stack
+            | Tag::Frame
+            | Tag::XauxWhat
+            | Tag::Suppression
+            | Tag::Sframe
+            | Tag::ClientMsg
+            | Tag::FatalSignal
+            | Tag::ErrorCounts
+            | Tag::SuppCounts
+            | Tag::Pair
+            | Tag::Other
+    )
+}
+
+/// Appends bytes as UTF-8, replacing invalid sequences (Valgrind writes names
+/// byte for byte); the common, valid case takes the fast path.
+fn push_lossy(out: &mut String, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => out.push_str(s),
+        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
+    }
+}
+
 /// Elements whose text Valgrind writes without escaping: read them raw.
-fn is_raw_text(name: &[u8]) -> bool {
-    name == b"threadname" || name == b"usercomment"
+fn raw_text_kind(name: &[u8]) -> Option<&'static str> {
+    match name {
+        b"threadname" => Some("threadname"),
+        b"usercomment" => Some("usercomment"),
+        _ => None,
+    }
 }
 
 /// Parses an integer the way Valgrind prints them: decimal, possibly with
@@ -191,6 +231,66 @@ struct Ctx<'a> {
     done: Option<Record>,
 }
 
+/// Where quick-xml events come from: a buffered stream (copies into a
+/// buffer) or a byte slice, e.g. a memory-mapped file (borrows, no copy).
+trait EventSource {
+    fn next_event<'s>(&'s mut self, buf: &'s mut Vec<u8>) -> quick_xml::Result<Event<'s>>;
+    /// The bytes after the last event, for elements read raw.
+    fn raw(&mut self) -> &mut dyn BufRead;
+    fn error_position(&self) -> u64;
+}
+
+struct Buffered<R: BufRead>(Reader<R>);
+
+impl<R: BufRead> EventSource for Buffered<R> {
+    fn next_event<'s>(&'s mut self, buf: &'s mut Vec<u8>) -> quick_xml::Result<Event<'s>> {
+        buf.clear();
+        self.0.read_event_into(buf)
+    }
+    fn raw(&mut self) -> &mut dyn BufRead {
+        self.0.get_mut()
+    }
+    fn error_position(&self) -> u64 {
+        self.0.error_position()
+    }
+}
+
+struct Sliced<'a>(Reader<&'a [u8]>);
+
+impl<'a> EventSource for Sliced<'a> {
+    fn next_event<'s>(&'s mut self, _buf: &'s mut Vec<u8>) -> quick_xml::Result<Event<'s>> {
+        self.0.read_event()
+    }
+    fn raw(&mut self) -> &mut dyn BufRead {
+        self.0.get_mut()
+    }
+    fn error_position(&self) -> u64 {
+        self.0.error_position()
+    }
+}
+
+fn configure<R>(reader: &mut Reader<R>) {
+    let cfg = reader.config_mut();
+    cfg.trim_text(false);
+    cfg.check_end_names = false;
+    cfg.allow_unmatched_ends = true;
+    cfg.expand_empty_elements = true;
+}
+
+/// Parses one Valgrind XML document held in memory (a memory-mapped file):
+/// see [`parse_stream`].
+pub fn parse_slice(
+    input: &[u8],
+    path: &Path,
+    process_index: usize,
+    interner: &mut Interner,
+    sink: &mut dyn FnMut(Record, &ProcessInfo),
+) -> Result<FileSummary, InputError> {
+    let mut reader = Reader::from_reader(input);
+    configure(&mut reader);
+    parse_events(&mut Sliced(reader), path, process_index, interner, sink)
+}
+
 /// Parses one Valgrind XML document from `input`, calling `sink` for each
 /// record as soon as it is complete.
 ///
@@ -205,13 +305,17 @@ pub fn parse_stream<R: BufRead>(
     sink: &mut dyn FnMut(Record, &ProcessInfo),
 ) -> Result<FileSummary, InputError> {
     let mut reader = Reader::from_reader(input);
-    {
-        let cfg = reader.config_mut();
-        cfg.trim_text(false);
-        cfg.check_end_names = false;
-        cfg.allow_unmatched_ends = true;
-        cfg.expand_empty_elements = true;
-    }
+    configure(&mut reader);
+    parse_events(&mut Buffered(reader), path, process_index, interner, sink)
+}
+
+fn parse_events<S: EventSource>(
+    reader: &mut S,
+    path: &Path,
+    process_index: usize,
+    interner: &mut Interner,
+    sink: &mut dyn FnMut(Record, &ProcessInfo),
+) -> Result<FileSummary, InputError> {
     let mut ctx = Ctx {
         interner,
         sum: FileSummary::default(),
@@ -234,9 +338,9 @@ pub fn parse_stream<R: BufRead>(
         reason,
     };
     let mut incomplete: Option<String> = None;
+    let mut want_text = false;
     loop {
-        buf.clear();
-        let ev = match reader.read_event_into(&mut buf) {
+        let ev = match reader.next_event(&mut buf) {
             Ok(ev) => ev,
             Err(e) => {
                 let pos = reader.error_position();
@@ -269,39 +373,41 @@ pub fn parse_stream<R: BufRead>(
                     }
                     ctx.saw_root = true;
                 }
-                if is_raw_text(name) {
-                    let raw =
-                        read_raw_until(reader.get_mut(), name).map_err(|e| InputError::Io {
+                let raw = raw_text_kind(name);
+                let tag = tag_of(name);
+                drop(s);
+                if let Some(raw) = raw {
+                    let text = read_raw_until(reader.raw(), raw.as_bytes()).map_err(|e| {
+                        InputError::Io {
                             path: path.to_path_buf(),
                             err: e,
-                        })?;
-                    match raw {
+                        }
+                    })?;
+                    match text {
                         Some(t) => {
-                            if name == b"threadname"
+                            if raw == "threadname"
                                 && let Some(b) = ctx.builder.as_mut()
                             {
                                 b.rec.thread_name = Some(t);
                             }
                         }
                         None => {
-                            incomplete = Some(format!(
-                                "file ends inside <{}>",
-                                String::from_utf8_lossy(name)
-                            ));
+                            incomplete = Some(format!("file ends inside <{raw}>"));
                             break;
                         }
                     }
                     continue;
                 }
-                let tag = tag_of(name);
                 ctx.start(tag, &stack);
                 stack.push(tag);
                 text.clear();
+                want_text = wants_text(tag);
             }
             Event::End(_) => {
                 let Some(tag) = stack.pop() else { continue };
                 ctx.end(tag, &stack, &text);
                 text.clear();
+                want_text = false;
                 if let Some(mut rec) = ctx.done.take() {
                     rec.process = process_index;
                     rec.pid = ctx.sum.process.pid;
@@ -318,9 +424,12 @@ pub fn parse_stream<R: BufRead>(
                     }
                     return Err(not_valgrind("text before the root element".into()));
                 }
-                text.push_str(&String::from_utf8_lossy(&t));
+                if want_text {
+                    push_lossy(&mut text, &t);
+                }
             }
-            Event::CData(t) => text.push_str(&String::from_utf8_lossy(&t)),
+            Event::CData(t) if want_text => push_lossy(&mut text, &t),
+            Event::GeneralRef(_) if !want_text => {}
             Event::GeneralRef(r) => {
                 if let Ok(Some(c)) = r.resolve_char_ref() {
                     text.push(c);
@@ -382,7 +491,7 @@ pub fn parse_stream<R: BufRead>(
 
 /// Reads raw bytes up to `</name>` (consumed, nothing beyond it), for
 /// elements Valgrind does not escape. Returns `None` at end of input.
-fn read_raw_until<R: BufRead>(r: &mut R, name: &[u8]) -> std::io::Result<Option<String>> {
+fn read_raw_until(r: &mut dyn BufRead, name: &[u8]) -> std::io::Result<Option<String>> {
     const MAX_KEEP: usize = 64 * 1024;
     let mut close = Vec::with_capacity(name.len() + 3);
     close.extend_from_slice(b"</");
