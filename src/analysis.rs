@@ -62,6 +62,7 @@ pub struct Analysis {
     /// Names of suppressions that swallowed records leakgate attributes to
     /// the user, with counts.
     pub supp_hid_user: Vec<(String, u64)>,
+    pub timings: StageTimes,
 }
 
 struct Acc {
@@ -85,6 +86,15 @@ pub struct Aggregator {
     supp_used: Vec<u64>,
     supp_undecided: Vec<u64>,
     supp_hid_user: Vec<u64>,
+    /// Time spent attributing and matching suppressions (LEAKGATE_TIMINGS=1).
+    pub timings: StageTimes,
+}
+
+/// Wall time per stage, summed over records (for benchmarks and profiling).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StageTimes {
+    pub attribute: std::time::Duration,
+    pub suppress: std::time::Duration,
 }
 
 /// FNV-1a, 64 bit: stable across platforms and Rust versions.
@@ -140,6 +150,7 @@ impl Aggregator {
             supp_used: vec![0; n],
             supp_undecided: vec![0; n],
             supp_hid_user: vec![0; n],
+            timings: StageTimes::default(),
             attributor,
             accs: Vec::new(),
             index: HashMap::new(),
@@ -163,7 +174,10 @@ impl Aggregator {
             .records_by_kind
             .entry(rec.kind.to_string())
             .or_default() += 1;
+        let t0 = std::time::Instant::now();
         let att = self.attributor.attribute(&rec);
+        let t1 = std::time::Instant::now();
+        self.timings.attribute += t1 - t0;
         if !self.suppressor.is_empty() {
             let set = match self.sets.get(&rec.process) {
                 Some(s) => s.clone(),
@@ -173,7 +187,9 @@ impl Aggregator {
                     s
                 }
             };
-            match set.first_match(&rec) {
+            let outcome = set.first_match(&rec);
+            self.timings.suppress += t1.elapsed();
+            match outcome {
                 MatchOutcome::Suppressed(i) => {
                     self.supp_used[i] += 1;
                     if att.is_user() {
@@ -324,6 +340,7 @@ impl Aggregator {
             summary,
             supp_used: self.supp_used,
             supp_hid_user,
+            timings: self.timings,
         }
     }
 }
@@ -479,6 +496,7 @@ pub fn analyze_files(
     suppressor: Arc<Suppressor>,
     exits: &HashMap<u64, ExitStatus>,
 ) -> Result<Analysis, InputError> {
+    let started = std::time::Instant::now();
     let mut agg = Aggregator::new(attributor, suppressor);
     let mut interner = Interner::default();
     let mut processes = Vec::new();
@@ -508,7 +526,20 @@ pub fn analyze_files(
         }
         processes.push(info);
     }
-    Ok(agg.finish(processes))
+    let analysis = agg.finish(processes);
+    if std::env::var_os("LEAKGATE_TIMINGS").is_some() {
+        let t = analysis.timings;
+        eprintln!(
+            "leakgate timings: total {:.3}s, attribute {:.3}s, suppress {:.3}s, parse+rest {:.3}s ({} records, {} rules)",
+            started.elapsed().as_secs_f64(),
+            t.attribute.as_secs_f64(),
+            t.suppress.as_secs_f64(),
+            (started.elapsed() - t.attribute - t.suppress).as_secs_f64(),
+            analysis.summary.records,
+            analysis.supp_used.len()
+        );
+    }
+    Ok(analysis)
 }
 
 /// Converts process infos for the report.

@@ -376,3 +376,61 @@ fn pybind11_extension_mangled_rules() {
     let n = differential(&dir, &[&real, "test.py"], supp, "pb");
     assert!(n >= 1, "{n}");
 }
+
+fn bundled_text() -> String {
+    ["glibc", "python", "pybind11", "torch", "cuda"]
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(common::repo_root().join(format!("suppressions/{f}.supp")))
+                .unwrap()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn bundled_set_agrees_with_valgrind_on_python_extensions() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let Some(py) = common::pybind11_python_or_skip() else {
+        return;
+    };
+    let real = Command::new(&py)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
+    let tmp = common::tempdir();
+    for kind in ["cpython", "pybind11"] {
+        let dir = common::build_python_ext_with(&py, kind, tmp.path());
+        let n = differential(
+            &dir,
+            &[&real, "test.py"],
+            &bundled_text(),
+            &format!("bundled-{kind}"),
+        );
+        assert!(
+            n >= 1,
+            "{kind}: the bundled set absorbs the interpreter noise ({n})"
+        );
+    }
+}
+
+#[test]
+fn bundled_set_agrees_with_valgrind_on_c_programs() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let tmp = common::tempdir();
+    for src in ["c/leak_kinds.c", "c/mem_errors.c", "cpp/mismatch.cpp"] {
+        let exe = built(src, tmp.path(), "-O0");
+        let label = format!("bundled-{}", exe.file_name().unwrap().to_string_lossy());
+        differential(
+            tmp.path(),
+            &[exe.to_str().unwrap()],
+            &bundled_text(),
+            &label,
+        );
+    }
+}

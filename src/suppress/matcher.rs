@@ -673,6 +673,9 @@ impl SuppressionSet {
             let has_star = elems.iter().any(|e| matches!(e, Elem::Star));
             rules.push(Rule { elems, has_star });
         }
+        for b in buckets.values_mut() {
+            b.other.sort_unstable_by(|x, y| y.cmp(x));
+        }
         SuppressionSet {
             supps,
             opts,
@@ -785,8 +788,9 @@ impl SuppressionSet {
         let view = stack_view(rec, &self.opts);
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         let mut ctx = self.ctx(&view, &mut cache);
-        // Candidates: indexed by the innermost frame, plus the fallback list.
-        let mut cands: Vec<usize> = bucket.other.clone();
+        // Candidates: indexed by the innermost frame, plus the fallback list
+        // (kept sorted in precedence order when the set was built).
+        let mut cands: Vec<usize> = Vec::new();
         if let (Some(&fid), Some(&oid)) = (ctx.fun_ids.first(), ctx.obj_ids.first()) {
             for (bits, map) in [
                 (&cache.bits[fid as usize], &bucket.by_fun),
@@ -809,7 +813,33 @@ impl SuppressionSet {
         }
         cands.sort_unstable_by(|a, b| b.cmp(a));
         cands.dedup();
-        for i in cands {
+        // Merge the two lists, both in descending (precedence) order.
+        let other = &bucket.other;
+        let (mut a, mut b) = (0, 0);
+        loop {
+            let i = match (cands.get(a), other.get(b)) {
+                (None, None) => return,
+                (Some(&x), None) => {
+                    a += 1;
+                    x
+                }
+                (None, Some(&y)) => {
+                    b += 1;
+                    y
+                }
+                (Some(&x), Some(&y)) => {
+                    if x >= y {
+                        a += 1;
+                        if x == y {
+                            b += 1;
+                        }
+                        x
+                    } else {
+                        b += 1;
+                        y
+                    }
+                }
+            };
             if !self.supps[i].kind.matches(&rk) {
                 continue;
             }
