@@ -266,7 +266,7 @@ pub struct UserSpec {
 }
 
 /// Where a user finding points.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct Location {
     pub function: Option<String>,
     pub file: Option<String>,

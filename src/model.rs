@@ -108,7 +108,7 @@ impl Record {
 }
 
 /// How a process ended, when leakgate knows (only for the process it started).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExitStatus {
     Code(i32),

@@ -5,14 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::attribute::Location;
 use crate::model::ExitStatus;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub schema_version: u32,
     pub tool: ToolInfo,
@@ -36,13 +36,13 @@ pub struct Report {
     pub src_roots: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolInfo {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ValgrindInfo {
     /// e.g. "3.19.0"; null when unknown.
     pub version: Option<String>,
@@ -50,7 +50,7 @@ pub struct ValgrindInfo {
     pub protocol: Option<u32>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProcessOut {
     pub pid: Option<u64>,
     pub ppid: Option<u64>,
@@ -67,7 +67,7 @@ pub struct ProcessOut {
     pub client_messages: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FrameOut {
     pub function: Option<String>,
     pub object: Option<String>,
@@ -79,7 +79,7 @@ pub struct FrameOut {
     pub user: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
     /// Stable hex id: kind + function names of the user/owner frames.
     pub fingerprint: String,
@@ -122,13 +122,13 @@ impl Finding {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct BytesBlocks {
     pub bytes: u64,
     pub blocks: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct UserSummary {
     pub findings: u64,
     pub definitely_lost: BytesBlocks,
@@ -139,7 +139,7 @@ pub struct UserSummary {
     pub errors: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct NoiseSummary {
     pub findings: u64,
     /// Records per noise label.
@@ -150,7 +150,7 @@ pub struct NoiseSummary {
     pub by_kind: BTreeMap<String, u64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SuppressedSummary {
     /// Records suppressed (leakgate applies suppressions after the run).
     pub records: u64,
@@ -167,7 +167,7 @@ pub struct SuppressedSummary {
     pub loaded: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Summary {
     /// Error records read (`<error>` and `<fatal_signal>`), all processes.
     /// Always equals Σ findings[].records + suppressed.records.
@@ -179,7 +179,7 @@ pub struct Summary {
     pub suppressed: SuppressedSummary,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Verdict {
     /// "pass", "fail", "incomplete", "target_failed" or "error".
     pub status: String,
