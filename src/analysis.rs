@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::attribute::{Attribution, Attributor, Location};
 use crate::model::{ExitStatus, Frame, ProcessInfo, Record};
 use crate::parse::{self, InputError, Interner};
-use crate::report::{Finding, FrameOut, ProcessOut, Summary};
+use crate::report::{Finding, FindingProcess, FrameOut, ProcessOut, Summary};
 use crate::suppress::{MatchOutcome, SuppressionSet, Suppressor};
 
 /// Stacks of noise findings are cut to this many frames (user findings keep all).
@@ -66,8 +66,27 @@ pub struct Analysis {
 }
 
 struct Acc {
+    key: (u64, Option<u32>),
     finding: Finding,
     pids: BTreeSet<u64>,
+    /// Per pid: records, count, bytes, blocks (see `FindingProcess`).
+    per_pid: std::collections::BTreeMap<u64, FindingProcess>,
+}
+
+/// Adds one record's share to its pid's entry.
+fn add_per_pid(acc: &mut Acc, rec: &Record) {
+    let Some(pid) = rec.pid else { return };
+    let e = acc.per_pid.entry(pid).or_insert_with(|| FindingProcess {
+        pid,
+        ..FindingProcess::default()
+    });
+    e.records += 1;
+    e.count += 1;
+    if rec.is_leak() {
+        *e.bytes.get_or_insert(0) += rec.leaked_bytes.unwrap_or(0);
+        *e.blocks.get_or_insert(0) += rec.leaked_blocks.unwrap_or(0);
+        *e.direct_bytes.get_or_insert(0) += direct_bytes(rec);
+    }
 }
 
 /// Folds attributed records into findings.
@@ -75,9 +94,9 @@ pub struct Aggregator {
     attributor: Attributor,
     accs: Vec<Acc>,
     index: HashMap<(u64, Option<u32>), usize>,
-    /// (process, unique id) → finding, for non-leak errors (their counts
-    /// arrive at the end of the file in `<errorcounts>`).
-    err_index: HashMap<(usize, u64), usize>,
+    /// (process, unique id) → (finding, pid), for non-leak errors (their
+    /// counts arrive at the end of the file in `<errorcounts>`).
+    err_index: HashMap<(usize, u64), (usize, Option<u64>)>,
     summary: Summary,
     processes: usize,
     suppressor: Arc<Suppressor>,
@@ -88,7 +107,13 @@ pub struct Aggregator {
     supp_hid_user: Vec<u64>,
     /// Time spent attributing and matching suppressions (LEAKGATE_TIMINGS=1).
     pub timings: StageTimes,
+    /// Sees every record after attribution and suppression (the generator).
+    pub observer: Option<Observer>,
 }
+
+/// Sees every record once, after attribution and the existing suppressions
+/// (`true`: one of them matched it): the suppression generator's hook.
+pub type Observer = Arc<dyn Fn(&Record, &Attribution, &ProcessInfo, bool) + Send + Sync>;
 
 /// Wall time per stage, summed over records (for benchmarks and profiling).
 #[derive(Debug, Default, Clone, Copy)]
@@ -151,6 +176,7 @@ impl Aggregator {
             supp_undecided: vec![0; n],
             supp_hid_user: vec![0; n],
             timings: StageTimes::default(),
+            observer: None,
             attributor,
             accs: Vec::new(),
             index: HashMap::new(),
@@ -202,6 +228,9 @@ impl Aggregator {
                         .by_suppression
                         .entry(set.suppressions()[i].name.clone())
                         .or_default() += 1;
+                    if let Some(o) = &self.observer {
+                        o(&rec, &att, process, true);
+                    }
                     return;
                 }
                 MatchOutcome::Undecidable(i) => {
@@ -210,6 +239,9 @@ impl Aggregator {
                 }
                 MatchOutcome::NotSuppressed => {}
             }
+        }
+        if let Some(o) = &self.observer {
+            o(&rec, &att, process, false);
         }
         let (fp, line) = fingerprint(&rec, &att);
         let key = (fp, line);
@@ -230,8 +262,10 @@ impl Aggregator {
             None => {
                 let f = new_finding(&rec, &att, fp);
                 self.accs.push(Acc {
+                    key,
                     finding: f,
                     pids: BTreeSet::new(),
+                    per_pid: Default::default(),
                 });
                 let i = self.accs.len() - 1;
                 self.index.insert(key, i);
@@ -241,27 +275,108 @@ impl Aggregator {
         if let Some(pid) = rec.pid {
             self.accs[idx].pids.insert(pid);
         }
+        add_per_pid(&mut self.accs[idx], &rec);
         if !rec.is_leak()
             && let Some(u) = rec.unique
         {
-            self.err_index.insert((rec.process, u), idx);
+            self.err_index.insert((rec.process, u), (idx, rec.pid));
         }
     }
 
     /// Applies a file's `<errorcounts>`: each error context's occurrences.
     pub fn apply_error_counts(&mut self, process: usize, counts: &[(u64, u64)]) {
         for (u, c) in counts {
-            if let Some(&i) = self.err_index.get(&(process, *u))
+            if let Some(&(i, pid)) = self.err_index.get(&(process, *u))
                 && *c > 1
             {
                 self.accs[i].finding.count += c - 1;
+                if let Some(e) = pid.and_then(|p| self.accs[i].per_pid.get_mut(&p)) {
+                    e.count += c - 1;
+                }
             }
         }
     }
 
+    /// Folds in the aggregate of a later part of the input (another file, or
+    /// a later chunk of the same file): findings first seen here stay first.
+    pub fn merge(&mut self, other: Aggregator) {
+        let mut remap = Vec::with_capacity(other.accs.len());
+        for acc in other.accs {
+            match self.index.get(&acc.key) {
+                Some(&i) => {
+                    let mine = &mut self.accs[i];
+                    let (a, b) = (&mut mine.finding, &acc.finding);
+                    a.records += b.records;
+                    a.count += b.count;
+                    for (x, y) in [
+                        (&mut a.bytes, b.bytes),
+                        (&mut a.blocks, b.blocks),
+                        (&mut a.direct_bytes, b.direct_bytes),
+                    ] {
+                        if let Some(y) = y {
+                            *x.get_or_insert(0) += y;
+                        }
+                    }
+                    mine.pids.extend(acc.pids);
+                    for (pid, e) in acc.per_pid {
+                        match mine.per_pid.get_mut(&pid) {
+                            Some(m) => {
+                                m.records += e.records;
+                                m.count += e.count;
+                                for (x, y) in [
+                                    (&mut m.bytes, e.bytes),
+                                    (&mut m.blocks, e.blocks),
+                                    (&mut m.direct_bytes, e.direct_bytes),
+                                ] {
+                                    if let Some(y) = y {
+                                        *x.get_or_insert(0) += y;
+                                    }
+                                }
+                            }
+                            None => {
+                                mine.per_pid.insert(pid, e);
+                            }
+                        }
+                    }
+                    remap.push(i);
+                }
+                None => {
+                    self.index.insert(acc.key, self.accs.len());
+                    remap.push(self.accs.len());
+                    self.accs.push(acc);
+                }
+            }
+        }
+        for (k, (i, pid)) in other.err_index {
+            self.err_index.insert(k, (remap[i], pid));
+        }
+        let (s, o) = (&mut self.summary, other.summary);
+        s.records += o.records;
+        for (k, n) in o.records_by_kind {
+            *s.records_by_kind.entry(k).or_default() += n;
+        }
+        s.suppressed.records += o.suppressed.records;
+        s.suppressed.undecidable += o.suppressed.undecidable;
+        for (k, n) in o.suppressed.by_suppression {
+            *s.suppressed.by_suppression.entry(k).or_default() += n;
+        }
+        for (mine, theirs) in [
+            (&mut self.supp_used, other.supp_used),
+            (&mut self.supp_undecided, other.supp_undecided),
+            (&mut self.supp_hid_user, other.supp_hid_user),
+        ] {
+            for (a, b) in mine.iter_mut().zip(theirs) {
+                *a += b;
+            }
+        }
+        self.timings.attribute += other.timings.attribute;
+        self.timings.suppress += other.timings.suppress;
+    }
+
     /// Finishes: findings sorted (user first, then by kind severity and bytes),
     /// source lines read, summary filled in.
-    pub fn finish(self, processes: Vec<ProcessInfo>) -> Analysis {
+    pub fn finish(self, mut processes: Vec<ProcessInfo>) -> Analysis {
+        crate::processes::classify(&mut processes);
         let mut summary = self.summary;
         let supps = self.suppressor.suppressions();
         let supp_hid_user: Vec<(String, u64)> = self
@@ -285,9 +400,12 @@ impl Aggregator {
             .into_iter()
             .map(|mut a| {
                 a.finding.pids = a.pids.into_iter().collect();
+                a.finding.processes = a.per_pid.into_values().collect();
                 a.finding
             })
             .collect();
+        // A fork child repeats the leaks it inherited: report them once.
+        crate::processes::fold_fork_inherited(&mut findings, &processes);
         let mut lines = SourceLines::default();
         for f in &mut findings {
             let kind = f.kind.clone();
@@ -319,6 +437,15 @@ impl Aggregator {
                 *summary.noise.bytes_by_source.entry(label).or_default() += f.bytes.unwrap_or(0);
                 *summary.noise.by_kind.entry(kind).or_default() += f.records;
             }
+        }
+        // Conservation: every record read is in a finding or was suppressed.
+        let accounted: u64 =
+            findings.iter().map(|f| f.records).sum::<u64>() + summary.suppressed.records;
+        if accounted != summary.records {
+            eprintln!(
+                "leakgate: internal error: {} records read but {} accounted for; please report this bug",
+                summary.records, accounted
+            );
         }
         findings.sort_by(|a, b| {
             (
@@ -447,6 +574,11 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
             .filter(|a| !a.text.is_empty())
             .map(|a| a.text.clone())
             .collect(),
+        gated: None,
+        baseline: None,
+        processes: Vec::new(),
+        inherited_by: Vec::new(),
+        advice: None,
     }
 }
 
@@ -488,58 +620,331 @@ impl SourceLines {
     }
 }
 
-/// Parses and analyses `files` in order. `exits` gives the known exit status
-/// of processes by pid (the target leakgate started).
+/// Files larger than this are read in chunks of about `CHUNK` bytes (cut at
+/// `<error>` lines), parsed in parallel, each read into its own buffer:
+/// memory stays flat whatever the file's size (a memory map would count the
+/// whole file in the resident set).
+const CHUNK_MIN: u64 = 32 << 20;
+const CHUNK: u64 = 8 << 20;
+
+/// Reads `len` bytes at `offset` (short at end of file).
+fn read_at(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// The offset of the first `<error>` line at or after `from` (or `len`).
+fn next_error_line(file: &std::fs::File, from: u64, len: u64) -> std::io::Result<u64> {
+    const WINDOW: usize = 256 << 10;
+    let pat = b"\n<error>\n";
+    let mut at = from.saturating_sub(1);
+    while at < len {
+        let buf = read_at(file, at, WINDOW)?;
+        if let Some(p) = memchr::memmem::find(&buf, pat) {
+            return Ok(at + p as u64 + 1);
+        }
+        if buf.len() < WINDOW {
+            break;
+        }
+        at += (WINDOW - pat.len()) as u64;
+    }
+    Ok(len)
+}
+
+/// A piece of work: a whole file, or a byte range of a mapped file that
+/// starts at an `<error>` line (or at the file's start).
+struct Unit {
+    file: usize,
+    range: Option<(usize, usize)>,
+}
+
+/// An opened input shared by the units that read it.
+enum Slot {
+    Mapped(Arc<memmap2::Mmap>),
+    /// A large regular file, read in chunks.
+    Chunked(std::fs::File),
+    Stream(std::sync::Mutex<Option<Box<dyn std::io::BufRead + Send>>>),
+}
+
+/// What a unit produced.
+struct UnitOut {
+    agg: Aggregator,
+    sum: parse::FileSummary,
+}
+
+/// Combines the summaries of one file's chunks, in order.
+fn combine(mut parts: Vec<parse::FileSummary>) -> parse::FileSummary {
+    let mut first = parts.remove(0);
+    for p in parts {
+        first.process.records += p.process.records;
+        first
+            .process
+            .client_messages
+            .extend(p.process.client_messages);
+        if p.process.fatal_signal.is_some() {
+            first.process.fatal_signal = p.process.fatal_signal;
+        }
+        first.error_counts.extend(p.error_counts);
+        first.supp_counts.extend(p.supp_counts);
+        first.closed = p.closed;
+        first.saw_finished |= p.saw_finished;
+        first.problem = first.problem.or(p.problem);
+        first.partial_record = p.partial_record;
+    }
+    first
+}
+
+/// Parses and analyses `files` (several files, and large files in chunks,
+/// in parallel). `exits` gives the known exit status of processes by pid
+/// (the target leakgate started).
 pub fn analyze_files(
     files: &[PathBuf],
     attributor: Attributor,
     suppressor: Arc<Suppressor>,
     exits: &HashMap<u64, ExitStatus>,
 ) -> Result<Analysis, InputError> {
+    analyze_files_observed(files, attributor, suppressor, exits, None)
+}
+
+/// [`analyze_files`] with an [`Observer`] that sees every record.
+pub fn analyze_files_observed(
+    files: &[PathBuf],
+    attributor: Attributor,
+    suppressor: Arc<Suppressor>,
+    exits: &HashMap<u64, ExitStatus>,
+    observer: Option<Observer>,
+) -> Result<Analysis, InputError> {
     let started = std::time::Instant::now();
-    let mut agg = Aggregator::new(attributor, suppressor);
-    let mut interner = Interner::default();
-    let mut processes = Vec::new();
-    for file in files {
-        let input = parse::open_input(file)?;
-        let pidx = agg.add_process();
-        let mut sink = |rec, p: &ProcessInfo| agg.add(rec, p);
-        let sum = match input {
-            parse::Input::Mapped(map) => {
-                parse::parse_slice(&map, file, pidx, &mut interner, &mut sink)?
+    let spec = attributor.spec().clone();
+    let threads = std::env::var("LEAKGATE_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+        .max(1);
+    // LEAKGATE_CHUNK_BYTES (tests, benchmarks) forces chunking of smaller files.
+    let forced: Option<u64> = std::env::var("LEAKGATE_CHUNK_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let (chunk_min, chunk) = forced.map_or((CHUNK_MIN, CHUNK), |c| (c, c));
+    let mut inputs = Vec::with_capacity(files.len());
+    for f in files {
+        inputs.push(match parse::open_input(f)? {
+            parse::Input::Mapped(m) if m.len() as u64 > chunk_min => {
+                drop(m);
+                let file = std::fs::File::open(f).map_err(|e| InputError::Io {
+                    path: f.clone(),
+                    err: e,
+                })?;
+                Slot::Chunked(file)
             }
-            parse::Input::Stream(r) => {
-                parse::parse_stream(r, file, pidx, &mut interner, &mut sink)?
-            }
-        };
-        agg.apply_error_counts(pidx, &sum.error_counts);
-        let mut info = sum.process;
-        if let Some(pid) = info.pid
-            && let Some(e) = exits.get(&pid)
-        {
-            info.exit = Some(e.clone());
-        }
-        if info.exit.is_none()
-            && let Some(sig) = &info.fatal_signal
-        {
-            info.exit = Some(ExitStatus::Signal(sig.clone()));
-        }
-        processes.push(info);
+            parse::Input::Mapped(m) => Slot::Mapped(Arc::new(m)),
+            parse::Input::Stream(r) => Slot::Stream(std::sync::Mutex::new(Some(r))),
+        });
     }
-    let analysis = agg.finish(processes);
+    // Plan the units; chunked files get their header read first.
+    let mut units = Vec::new();
+    let mut headers: Vec<Option<ProcessInfo>> = vec![None; files.len()];
+    for (i, input) in inputs.iter().enumerate() {
+        let Slot::Chunked(file) = input else {
+            units.push(Unit {
+                file: i,
+                range: None,
+            });
+            continue;
+        };
+        let io = |e| InputError::Io {
+            path: files[i].clone(),
+            err: e,
+        };
+        let len = file.metadata().map_err(io)?.len();
+        let first = next_error_line(file, 0, len).map_err(io)?;
+        let head_bytes = read_at(file, 0, first as usize).map_err(io)?;
+        let mut scratch = Interner::default();
+        let mut head = parse::parse_chunk(
+            &head_bytes,
+            None,
+            &files[i],
+            i,
+            &mut scratch,
+            &mut |_, _| {},
+        )?;
+        head.finalize();
+        headers[i] = Some(head.process);
+        let mut start = 0u64;
+        while start < len {
+            let end = if len - start <= chunk {
+                len
+            } else {
+                next_error_line(file, start.max(first) + chunk, len).map_err(io)?
+            };
+            let end = end.max(start + 1).min(len);
+            units.push(Unit {
+                file: i,
+                range: Some((start as usize, end as usize)),
+            });
+            start = end;
+        }
+    }
+    let supps = suppressor.suppressions().to_vec();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = threads.min(units.len()).max(1);
+    let mut master = Aggregator::new(Attributor::new(spec.clone()), suppressor.clone());
+    let mut processes = Vec::with_capacity(files.len());
+    let mut pending: Vec<parse::FileSummary> = Vec::new();
+    // Results are merged in unit order as they arrive, so at most about
+    // `workers` unit results are held at once.
+    let mut fold = |u: usize, out: UnitOut| {
+        let unit = &units[u];
+        master.merge(out.agg);
+        pending.push(out.sum);
+        let last_of_file = units.get(u + 1).is_none_or(|n| n.file != unit.file);
+        if last_of_file {
+            let mut sum = combine(std::mem::take(&mut pending));
+            sum.finalize();
+            master.apply_error_counts(unit.file, &sum.error_counts);
+            let mut info = sum.process;
+            if let Some(pid) = info.pid
+                && let Some(e) = exits.get(&pid)
+            {
+                info.exit = Some(e.clone());
+            }
+            if info.exit.is_none()
+                && let Some(sig) = &info.fatal_signal
+            {
+                info.exit = Some(ExitStatus::Signal(sig.clone()));
+            }
+            processes.push(info);
+        }
+    };
+    let mut first_error: Option<InputError> = None;
+    {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<UnitOut, InputError>)>();
+        let (units_ref, inputs_ref, headers_ref, spec_ref, supps_ref) =
+            (&units, &inputs, &headers, &spec, &supps);
+        let next_ref = &next;
+        let observer_ref = &observer;
+        std::thread::scope(|sc| {
+            for _ in 0..workers {
+                let tx = tx.clone();
+                sc.spawn(move || {
+                    loop {
+                        let u = next_ref.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(unit) = units_ref.get(u) else { break };
+                        let out = run_unit(
+                            unit,
+                            inputs_ref,
+                            headers_ref,
+                            files,
+                            spec_ref,
+                            supps_ref,
+                            observer_ref,
+                        );
+                        if tx.send((u, out)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            let mut waiting: std::collections::BTreeMap<usize, Result<UnitOut, InputError>> =
+                Default::default();
+            let mut want = 0usize;
+            for (u, out) in rx {
+                waiting.insert(u, out);
+                while let Some(out) = waiting.remove(&want) {
+                    match out {
+                        Ok(o) if first_error.is_none() => fold(want, o),
+                        Ok(_) => {}
+                        Err(e) => {
+                            if first_error.is_none() {
+                                first_error = Some(e);
+                                // Stop handing out work.
+                                next_ref
+                                    .store(usize::MAX / 2, std::sync::atomic::Ordering::Relaxed);
+                            }
+                        }
+                    }
+                    want += 1;
+                }
+            }
+        });
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let analysis = master.finish(processes);
     if std::env::var_os("LEAKGATE_TIMINGS").is_some() {
         let t = analysis.timings;
         eprintln!(
-            "leakgate timings: total {:.3}s, attribute {:.3}s, suppress {:.3}s, parse+rest {:.3}s ({} records, {} rules)",
+            "leakgate timings: total {:.3}s, attribute {:.3}s, suppress {:.3}s (summed over {} units on {} threads) ({} records, {} rules)",
             started.elapsed().as_secs_f64(),
             t.attribute.as_secs_f64(),
             t.suppress.as_secs_f64(),
-            (started.elapsed() - t.attribute - t.suppress).as_secs_f64(),
+            units.len(),
+            workers,
             analysis.summary.records,
             analysis.supp_used.len()
         );
     }
     Ok(analysis)
+}
+
+/// Parses and aggregates one unit with its own attributor and matcher.
+fn run_unit(
+    unit: &Unit,
+    inputs: &[Slot],
+    headers: &[Option<ProcessInfo>],
+    files: &[PathBuf],
+    spec: &crate::attribute::UserSpec,
+    supps: &[crate::suppress::Suppression],
+    observer: &Option<Observer>,
+) -> Result<UnitOut, InputError> {
+    let mut agg = Aggregator::new(
+        Attributor::new(spec.clone()),
+        Arc::new(Suppressor::new(supps.to_vec())),
+    );
+    agg.observer = observer.clone();
+    let mut interner = Interner::default();
+    let file = &files[unit.file];
+    let pidx = unit.file;
+    let mut sink = |rec, p: &ProcessInfo| agg.add(rec, p);
+    let sum = match (&inputs[unit.file], unit.range) {
+        (Slot::Chunked(f), Some((start, end))) => {
+            let header = if start == 0 {
+                None
+            } else {
+                headers[unit.file].as_ref()
+            };
+            let buf = read_at(f, start as u64, end - start).map_err(|e| InputError::Io {
+                path: file.clone(),
+                err: e,
+            })?;
+            parse::parse_chunk(&buf, header, file, pidx, &mut interner, &mut sink)?
+        }
+        (Slot::Mapped(map), _) => parse::parse_slice(map, file, pidx, &mut interner, &mut sink)?,
+        (Slot::Stream(r), _) => {
+            let r = r
+                .lock()
+                .expect("input lock")
+                .take()
+                .expect("a stream is read by one unit");
+            parse::parse_stream(r, file, pidx, &mut interner, &mut sink)?
+        }
+        (Slot::Chunked(_), None) => unreachable!("chunked files are planned in ranges"),
+    };
+    agg.processes = unit.file + 1;
+    Ok(UnitOut { agg, sum })
 }
 
 /// Converts process infos for the report.
@@ -555,6 +960,9 @@ pub fn processes_out(ps: &[ProcessInfo]) -> Vec<ProcessOut> {
             incomplete_reason: p.incomplete_reason.clone(),
             records: p.records,
             client_messages: p.client_messages.clone(),
+            valgrind_args: p.valgrind_args.clone(),
+            pre_exec: p.pre_exec,
+            forked: p.forked,
         })
         .collect()
 }

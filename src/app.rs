@@ -10,6 +10,7 @@ use clap::Parser;
 
 use crate::analysis::{self, Analysis};
 use crate::attribute::{Attributor, UserSpec};
+use crate::ci::Ci;
 use crate::cli::{
     AnalyzeArgs, Cli, ColorChoice, Command, Format, LintArgs, ReportArgs, RunArgs,
     SuppressionsCommand,
@@ -41,6 +42,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Analyze(a) => cmd_analyze(a),
         Command::Lint(a) => cmd_lint(a),
         Command::Suppressions(c) => cmd_suppressions(c),
+        Command::Suppress(a) => crate::generate::cmd_suppress(a),
+        Command::Report(a) => cmd_report(a),
     }
 }
 
@@ -145,7 +148,16 @@ fn user_spec(args: &ReportArgs, default_root: Option<PathBuf>) -> Result<UserSpe
 
 fn cmd_run(a: RunArgs) -> Result<i32> {
     let spec = user_spec(&a.report, Some(std::env::current_dir()?))?;
+    let ci = Ci::prepare(
+        &a.report,
+        crate::ci::policy(&a.report, !a.ignore_target_exit),
+    )?;
     let suppressor = load_suppressions(&a.report)?;
+    let gen_supp = crate::generate::RunWriter::new(
+        a.write_suppressions.as_deref(),
+        &a.write_suppressions_kinds,
+        &suppressor,
+    )?;
     if let Some(dir) = &a.keep_xml {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--keep-xml {}: cannot create directory", dir.display()))?;
@@ -157,8 +169,21 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         track_origins: !a.no_track_origins,
         extra_args: a.valgrind_args.clone(),
         cmd: a.cmd.clone(),
+        trace_children: !a.no_trace_children,
+        trace_children_skip: a.trace_children_skip.clone(),
+        timeout: a.timeout,
+        kill_after: a.kill_after,
+        progress: if a.quiet {
+            run::ProgressMode::Never
+        } else if a.progress {
+            run::ProgressMode::Always
+        } else {
+            run::ProgressMode::Auto
+        },
+        ..RunConfig::new(a.cmd.clone())
     };
-    let out = run::run(&cfg)?;
+    let mut out = run::run(&cfg)?;
+    out.analysing();
     let mut notes = Vec::new();
     if let Some(dir) = &a.keep_xml {
         for f in &out.xml_files {
@@ -173,28 +198,44 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         problems
             .push("Valgrind wrote no XML report (it failed to start or was killed)".to_string());
     }
-    let exits: HashMap<u64, ExitStatus> = [(u64::from(out.pid), out.exit.clone())].into();
-    let analysis = analysis::analyze_files(
+    let mut exits: HashMap<u64, ExitStatus> = out.exits.clone();
+    exits.insert(u64::from(out.pid), out.exit.clone());
+    let mut analysis = analysis::analyze_files_observed(
         &out.xml_files,
         Attributor::new(spec.clone()),
         suppressor.clone(),
         &exits,
+        gen_supp.as_ref().map(|g| g.observer()),
     )?;
+    if let Some(g) = gen_supp {
+        g.write()?;
+    }
+    crate::processes::after_run(
+        &mut analysis,
+        &crate::processes::RunFacts {
+            stopped: out.stopped.as_ref(),
+            stopped_children: out.stopped_children.as_deref(),
+            cuda_ipc: &out.cuda_ipc,
+        },
+        &mut problems,
+        &mut notes,
+    );
     let valgrind_failed = !problems.is_empty() || analysis.processes.iter().any(|p| !p.complete);
     if valgrind_failed && !out.log.trim().is_empty() {
-        eprintln!(
-            "leakgate: Valgrind's log ({}):",
-            out.valgrind_path.display()
-        );
-        for line in out.log.lines() {
-            eprintln!("  {line}");
+        if !out.log_shown {
+            eprintln!(
+                "leakgate: Valgrind's log ({}):",
+                out.valgrind_path.display()
+            );
+            for line in out.log.lines() {
+                eprintln!("  {line}");
+            }
         }
         notes.push(format!("Valgrind's log: {}", summarize_log(&out.log)));
     }
-    let policy = Policy {
-        fail_on_target_exit: !a.ignore_target_exit,
-    };
-    let report = build_report(
+    let policy = ci.policy().clone();
+    let baseline = ci.classify(&mut analysis.findings);
+    let mut report = build_report(
         "run",
         a.cmd.clone(),
         out.environment.clone(),
@@ -208,7 +249,12 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         &suppressor,
         a.report.show_unused_suppressions,
     );
+    report.valgrind_command = out.valgrind_command.clone();
+    report.stopped = out.stopped.clone();
+    ci.finish(&mut report, baseline, &problems);
+    out.end_progress();
     emit(&report, &a.report)?;
+    ci.emit(&report, &a.report)?;
     drop(out);
     Ok(report.verdict.exit_code)
 }
@@ -229,6 +275,7 @@ fn summarize_log(log: &str) -> String {
 
 fn cmd_analyze(a: AnalyzeArgs) -> Result<i32> {
     let spec = user_spec(&a.report, None)?;
+    let ci = Ci::prepare(&a.report, crate::ci::policy(&a.report, true))?;
     let suppressor = load_suppressions(&a.report)?;
     let files = analysis::collect_inputs(&a.paths)?;
     let analysis = analysis::analyze_files(
@@ -242,7 +289,9 @@ fn cmd_analyze(a: AnalyzeArgs) -> Result<i32> {
         .iter()
         .find_map(|p| p.valgrind_version.clone());
     let command = a.paths.iter().map(|p| p.display().to_string()).collect();
-    let report = build_report(
+    let mut analysis = analysis;
+    let baseline = ci.classify(&mut analysis.findings);
+    let mut report = build_report(
         "analyze",
         command,
         Vec::new(),
@@ -250,13 +299,15 @@ fn cmd_analyze(a: AnalyzeArgs) -> Result<i32> {
         version,
         analysis,
         &spec,
-        &Policy::default(),
+        ci.policy(),
         &[],
         Vec::new(),
         &suppressor,
         a.report.show_unused_suppressions,
     );
+    ci.finish(&mut report, baseline, &[]);
     emit(&report, &a.report)?;
+    ci.emit(&report, &a.report)?;
     Ok(report.verdict.exit_code)
 }
 
@@ -346,10 +397,17 @@ fn build_report(
         verdict,
         notes,
         src_roots: spec.roots.iter().map(|r| r.display().to_string()).collect(),
+        valgrind_command: Vec::new(),
+        policy: None,
+        baseline: None,
+        stopped: None,
     }
 }
 
 fn emit(report: &Report, args: &ReportArgs) -> Result<()> {
+    if let Some(path) = &args.html {
+        write_html(report, path, &[])?;
+    }
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
     let color = match args.color {
         ColorChoice::Always => true,
@@ -381,4 +439,89 @@ fn emit(report: &Report, args: &ReportArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Writes `report` as a self-contained HTML page (`--html FILE`).
+fn write_html(report: &Report, path: &std::path::Path, src_roots: &[PathBuf]) -> Result<()> {
+    let opts = render::html::HtmlOptions {
+        src_roots: src_roots.to_vec(),
+        ..Default::default()
+    };
+    std::fs::write(path, render::html::render(report, &opts))
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// `leakgate report JSON`: renders a saved JSON report again (HTML, text or
+/// JSON). Exits 0 when it could; the report's own verdict is in the output.
+fn cmd_report(a: crate::cli::ReportFileArgs) -> Result<i32> {
+    let bytes = if a.input.as_os_str() == "-" {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut v)
+            .context("cannot read standard input")?;
+        v
+    } else {
+        std::fs::read(&a.input).with_context(|| format!("cannot read {}", a.input.display()))?
+    };
+    let report: Report = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{}: not a leakgate JSON report", a.input.display()))?;
+    if report.schema_version > SCHEMA_VERSION {
+        bail!(
+            "{}: schema_version {} is newer than this leakgate reads ({SCHEMA_VERSION})",
+            a.input.display(),
+            report.schema_version
+        );
+    }
+    let roots = canonical_roots(&a.src_roots)?;
+    if let Some(path) = &a.html {
+        write_html(&report, path, &roots)?;
+    }
+    let html_name = a.output.as_ref().is_some_and(|p| {
+        p.extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
+    });
+    use crate::cli::ReportFormat;
+    let text = match a.format {
+        ReportFormat::Html => None,
+        ReportFormat::Auto if html_name => None,
+        ReportFormat::Json => Some(render::json::render(&report)),
+        ReportFormat::Text | ReportFormat::Auto => {
+            let to_terminal = a.output.is_none() && std::io::stdout().is_terminal();
+            let color = match a.color {
+                ColorChoice::Always => true,
+                ColorChoice::Never => false,
+                ColorChoice::Auto => {
+                    to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                }
+            };
+            Some(render::text::render(
+                &report,
+                render::text::TextOptions {
+                    color,
+                    verbose: a.verbose,
+                },
+            ))
+        }
+    };
+    let text = text.unwrap_or_else(|| {
+        render::html::render(
+            &report,
+            &render::html::HtmlOptions {
+                src_roots: roots.clone(),
+                ..Default::default()
+            },
+        )
+    });
+    match &a.output {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
+                bail!("cannot write the report: {e}");
+            }
+        }
+    }
+    Ok(gate::EXIT_PASS)
 }

@@ -12,7 +12,11 @@ Exit codes:
   2  usage, configuration or input error (valgrind missing, bad flags, not a Valgrind XML file)
   3  incomplete: an XML report is truncated or missing, or Valgrind itself failed
   4  the target exited non-zero and nothing else failed (see --ignore-target-exit)
-When several apply: 2, then 1, then 3, then 4.";
+When several apply: 2, then 1, then 3, then 4.
+run: a crash (fatal signal) in your code is a finding (1); a process killed so
+that its XML is cut off (SIGKILL, OOM) makes the report incomplete (3); a
+--timeout or a Ctrl-C (forwarded to Valgrind, a second one kills) stops the
+run and still reports: 3, or 1 when a gated finding was already found.";
 
 /// Find memory leaks and memory errors in native extensions with Valgrind Memcheck,
 /// and tell yours from interpreter and runtime noise.
@@ -24,6 +28,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Run CMD under Valgrind Memcheck and report (leakgate run [OPTIONS] -- CMD [ARGS...]).
     #[command(after_help = EXIT_CODES)]
@@ -36,6 +41,10 @@ pub enum Command {
     /// The suppression files bundled with leakgate.
     #[command(subcommand)]
     Suppressions(SuppressionsCommand),
+    /// Write a suppression file for the noise in Valgrind XML (files or directories, like analyze).
+    Suppress(SuppressArgs),
+    /// Render a saved JSON report (from --format json) again: leakgate report JSON -o FILE.html.
+    Report(ReportFileArgs),
 }
 
 #[derive(Debug, Args)]
@@ -84,6 +93,9 @@ pub struct ReportArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page to FILE (alongside --format/-o).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Full stacks and every noise finding in the text report.
     #[arg(long, short = 'v')]
     pub verbose: bool,
@@ -99,6 +111,72 @@ pub struct ReportArgs {
     /// Colour in the text report (auto: only on a terminal, and never with NO_COLOR set).
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub ci: CiArgs,
+}
+
+/// Annotations for GitHub Actions (`--annotations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnnotationsChoice {
+    /// Only when GITHUB_ACTIONS=true.
+    Auto,
+    Always,
+    Never,
+}
+
+/// What fails the gate (shared by `run` and `analyze`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Gate policy")]
+pub struct PolicyArgs {
+    /// User findings that fail the gate: definite, indirect, possible, reachable, leaks, errors, all, none, cuda-ipc (PyTorch's CUDA-IPC producer warning, not gated by default), or Valgrind kinds (Leak_PossiblyLost, InvalidRead, ...), comma-separated.
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = crate::policy::DEFAULT_FAIL_ON,
+        value_parser = crate::policy::parse_fail_on
+    )]
+    pub fail_on: crate::policy::FailOn,
+    /// Gated leaks fail only when their bytes in your code (direct bytes, new findings) exceed N.
+    #[arg(long, value_name = "N")]
+    pub max_leaked_bytes: Option<u64>,
+    /// An incomplete report (truncated XML, Valgrind failed) gives exit 3 (the default).
+    #[arg(long, overrides_with = "no_fail_on_incomplete")]
+    pub fail_on_incomplete: bool,
+    /// An incomplete report does not fail; it is noted.
+    #[arg(long, overrides_with = "fail_on_incomplete")]
+    pub no_fail_on_incomplete: bool,
+}
+
+/// Baselines and CI outputs (shared by `run` and `analyze`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "CI outputs")]
+pub struct CiArgs {
+    /// Fail only on user findings not in this baseline file; list the others as known, and missing ones as fixed.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Write this run's user findings as a baseline file.
+    #[arg(long, value_name = "FILE")]
+    pub write_baseline: Option<PathBuf>,
+    /// Write a JUnit XML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write a SARIF 2.1.0 report to FILE (GitHub code scanning).
+    #[arg(long, value_name = "FILE")]
+    pub sarif: Option<PathBuf>,
+    /// Write a GitLab Code Quality report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub codequality: Option<PathBuf>,
+    /// Write a Markdown summary to FILE (also appended to $GITHUB_STEP_SUMMARY when set).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// GitHub Actions annotations (::error file=...::) on standard output (auto: when GITHUB_ACTIONS=true).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub annotations: AnnotationsChoice,
+    /// Paths in SARIF, Code Quality, annotations and baselines are relative to DIR (default: the git top level, else the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub repo_root: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -130,6 +208,30 @@ pub struct RunArgs {
     /// Do not fail (exit 4) when the target exits non-zero.
     #[arg(long)]
     pub ignore_target_exit: bool,
+    /// Do not trace child processes (by default every child is run under Valgrind, one XML file per process).
+    #[arg(long)]
+    pub no_trace_children: bool,
+    /// Programs not to trace into (valgrind --trace-children-skip, comma-separated globs on the executable path; "" traces all). Default: compilers, linkers and build tools (gcc, cc, g++, c++, clang, cc1, cc1plus, collect2, as, ld, make, cmake, ninja, nvcc, ptxas, cicc, fatbinary, nvlink), git, uname, ldconfig, nvidia-smi, lsb_release. Shells and env are traced, so what they start is checked.
+    #[arg(long, value_name = "PATTERNS")]
+    pub trace_children_skip: Option<String>,
+    /// Stop the run after DURATION (90s, 10m, 1h30m): SIGTERM to Valgrind's process group, so the leak check still runs and the XML is closed; the report says it timed out (exit 3 unless a gated finding gives 1).
+    #[arg(long, value_name = "DURATION", value_parser = crate::run::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// After SIGTERM (timeout, Ctrl-C), send SIGKILL when Valgrind's processes are still running this much later.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::run::parse_duration)]
+    pub kill_after: std::time::Duration,
+    /// Show the progress line on stderr even when it is not a terminal.
+    #[arg(long, conflicts_with = "quiet")]
+    pub progress: bool,
+    /// No progress line.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+    /// Also write a generalised suppression file for the run's noise to FILE (see `leakgate suppress`).
+    #[arg(long, value_name = "FILE")]
+    pub write_suppressions: Option<PathBuf>,
+    /// With --write-suppressions: the kinds to cover (as `suppress --kinds`).
+    #[arg(long, value_name = "KINDS", default_value = "definite,indirect,errors")]
+    pub write_suppressions_kinds: String,
     /// The program to run and its arguments (after `--`).
     #[arg(required = true, last = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -142,4 +244,72 @@ pub struct AnalyzeArgs {
     /// Valgrind XML files (plain or .zst), or directories whose *.xml files are read.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+}
+
+/// Output format of `leakgate report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// html when -o names a .html/.htm file, else text.
+    Auto,
+    Text,
+    Json,
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportFileArgs {
+    /// A JSON report written by `--format json` (`-` for standard input).
+    #[arg(value_name = "JSON")]
+    pub input: PathBuf,
+    /// Write the rendered report to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: ReportFormat,
+    /// Also write the report as one self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Where to look for the sources the report names (repeatable), before
+    /// the recorded paths and the report's own source roots.
+    #[arg(long = "src-root", value_name = "DIR")]
+    pub src_roots: Vec<PathBuf>,
+    /// Full stacks and every noise finding in the text report.
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// Colour in the text report (auto: only on a terminal, and never with NO_COLOR set).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+}
+
+/// `leakgate suppress`: generate a suppression file for the noise of a report.
+#[derive(Debug, Args)]
+pub struct SuppressArgs {
+    /// Valgrind XML files (plain or .zst), or directories whose *.xml files are read.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Write the suppressions to FILE (default: standard output; with --merge-into, that file).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Record kinds to cover: definite,indirect,possible,reachable,errors (any of them) or all.
+    #[arg(long, default_value = "definite,indirect,errors", value_name = "KINDS")]
+    pub kinds: String,
+    /// Also cover records leakgate attributes to your code (off: your findings are never suppressed).
+    #[arg(long)]
+    pub include_user: bool,
+    /// Append to FILE only the rules for records FILE does not already suppress, keeping its content.
+    #[arg(long, value_name = "FILE")]
+    pub merge_into: Option<PathBuf>,
+    /// A directory holding your sources (repeatable).
+    #[arg(long = "src-root", value_name = "DIR")]
+    pub src_roots: Vec<PathBuf>,
+    /// Objects that are yours, as a glob on the path or file name (repeatable).
+    #[arg(long = "user-object", value_name = "GLOB")]
+    pub user_objects: Vec<String>,
+    /// Existing suppression files: records they match are not covered again (repeatable).
+    #[arg(long = "suppressions", value_name = "FILE")]
+    pub suppressions: Vec<PathBuf>,
+    /// Do not count the bundled suppressions as existing ones.
+    #[arg(long)]
+    pub no_bundled_suppressions: bool,
 }

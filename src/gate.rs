@@ -7,7 +7,8 @@
 //! 1, then 3, then 4.
 
 use crate::model::ExitStatus;
-use crate::report::{Finding, ProcessOut, Verdict};
+use crate::policy::FailOn;
+use crate::report::{Finding, PolicyOut, ProcessOut, Verdict};
 
 pub const EXIT_PASS: i32 = 0;
 pub const EXIT_FAIL: i32 = 1;
@@ -15,17 +16,54 @@ pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_INCOMPLETE: i32 = 3;
 pub const EXIT_TARGET: i32 = 4;
 
+/// How many findings a reason names before "and N more".
+const SITES_NAMED: usize = 5;
+
 /// What fails the gate.
 #[derive(Debug, Clone)]
 pub struct Policy {
     /// Fail when the target exits non-zero (and nothing else failed).
     pub fail_on_target_exit: bool,
+    /// Which kinds of user findings fail (`--fail-on`).
+    pub fail_on: FailOn,
+    /// Gated leaks fail only when their bytes exceed this (`--max-leaked-bytes`).
+    pub max_leaked_bytes: Option<u64>,
+    /// An incomplete report gives exit 3 (`--no-fail-on-incomplete` turns it off).
+    pub fail_on_incomplete: bool,
 }
 
 impl Default for Policy {
     fn default() -> Self {
         Policy {
             fail_on_target_exit: true,
+            fail_on: FailOn::default(),
+            max_leaked_bytes: None,
+            fail_on_incomplete: true,
+        }
+    }
+}
+
+impl Policy {
+    /// Whether `f` counts against the gate: a user finding of a `--fail-on`
+    /// kind that is not known from the baseline.
+    pub fn gates(&self, f: &Finding) -> bool {
+        f.is_user() && self.fail_on.matches(&f.kind) && f.baseline.as_deref() != Some("known")
+    }
+
+    /// Sets every finding's `gated` flag.
+    pub fn mark(&self, findings: &mut [Finding]) {
+        for f in findings {
+            f.gated = Some(self.gates(f));
+        }
+    }
+
+    /// The policy as the report shows it.
+    pub fn describe(&self) -> PolicyOut {
+        PolicyOut {
+            fail_on: self.fail_on.items(),
+            max_leaked_bytes: self.max_leaked_bytes,
+            fail_on_incomplete: self.fail_on_incomplete,
+            fail_on_target_exit: self.fail_on_target_exit,
         }
     }
 }
@@ -36,6 +74,7 @@ pub fn is_gated_kind(kind: &str) -> bool {
     match kind {
         "Leak_DefinitelyLost" | "Leak_IndirectlyLost" => true,
         k if k.starts_with("Leak_") => false,
+        crate::processes::CUDA_IPC_KIND => false,
         _ => true,
     }
 }
@@ -48,37 +87,58 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     }
 }
 
-/// Computes the verdict. `problems` are incompleteness reasons found outside
-/// the XML (no XML written, Valgrind failed).
-pub fn verdict(
-    policy: &Policy,
-    findings: &[Finding],
-    processes: &[ProcessOut],
-    target_exit: Option<&ExitStatus>,
-    problems: &[String],
-) -> Verdict {
-    let mut reasons = Vec::new();
-    let mut code = EXIT_PASS;
-    let gated: Vec<&Finding> = findings
-        .iter()
-        .filter(|f| f.is_user() && is_gated_kind(&f.kind))
-        .collect();
-    if !gated.is_empty() {
-        let mut by_kind: std::collections::BTreeMap<&str, u64> = Default::default();
-        for f in &gated {
-            *by_kind.entry(f.kind.as_str()).or_default() += 1;
+/// Leaked bytes a leak finding contributes to `--max-leaked-bytes`: its
+/// direct bytes, so that a definite leak's indirect blocks, which are their
+/// own `Leak_IndirectlyLost` findings, are not counted twice.
+pub fn leaked_bytes(f: &Finding) -> u64 {
+    f.direct_bytes.or(f.bytes).unwrap_or(0)
+}
+
+/// `Leak_DefinitelyLost at spam.c:22 in spam_leaky (16 bytes)`.
+fn site(f: &Finding) -> String {
+    let mut s = f.kind.clone();
+    if let Some(loc) = &f.location {
+        match (&loc.file, loc.line) {
+            (Some(file), Some(l)) => s.push_str(&format!(" at {file}:{l}")),
+            (Some(file), None) => s.push_str(&format!(" in {file}")),
+            _ => {}
         }
-        let list: Vec<String> = by_kind
-            .iter()
-            .map(|(k, n)| format!("{} {}", n, k))
-            .collect();
-        reasons.push(format!(
-            "{} in your code ({})",
-            plural(gated.len() as u64, "gated finding", "gated findings"),
-            list.join(", ")
-        ));
-        code = EXIT_FAIL;
+        if let Some(func) = &loc.function {
+            s.push_str(&format!(" in {func}"));
+        }
     }
+    if f.is_leak() {
+        s.push_str(&format!(
+            " ({})",
+            plural(f.bytes.unwrap_or(0), "byte", "bytes")
+        ));
+    }
+    s
+}
+
+fn sites(fs: &[&Finding]) -> String {
+    let mut parts: Vec<String> = fs.iter().take(SITES_NAMED).map(|f| site(f)).collect();
+    if fs.len() > SITES_NAMED {
+        parts.push(format!("and {} more", fs.len() - SITES_NAMED));
+    }
+    parts.join("; ")
+}
+
+fn count_by_kind(fs: &[&Finding]) -> String {
+    let mut by_kind: std::collections::BTreeMap<&str, u64> = Default::default();
+    for f in fs {
+        *by_kind.entry(f.kind.as_str()).or_default() += 1;
+    }
+    by_kind
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Incompleteness reasons: `problems` found outside the XML, then every
+/// process whose XML is incomplete.
+fn incomplete_reasons(processes: &[ProcessOut], problems: &[String]) -> Vec<String> {
     let mut incomplete: Vec<String> = problems.to_vec();
     for p in processes.iter().filter(|p| !p.complete) {
         incomplete.push(format!(
@@ -88,7 +148,77 @@ pub fn verdict(
             p.incomplete_reason.as_deref().unwrap_or("incomplete")
         ));
     }
-    if !incomplete.is_empty() {
+    incomplete
+}
+
+/// Computes the verdict. `problems` are incompleteness reasons found outside
+/// the XML (no XML written, Valgrind failed). Each reason names the rule
+/// that failed (`--fail-on ...`, `--max-leaked-bytes N`, incomplete, the
+/// target's exit).
+pub fn verdict(
+    policy: &Policy,
+    findings: &[Finding],
+    processes: &[ProcessOut],
+    target_exit: Option<&ExitStatus>,
+    problems: &[String],
+) -> Verdict {
+    let mut reasons = Vec::new();
+    let mut code = EXIT_PASS;
+    let gated: Vec<&Finding> = findings.iter().filter(|f| policy.gates(f)).collect();
+    let with_baseline = findings.iter().any(|f| f.baseline.is_some());
+    let new = if with_baseline { "new " } else { "" };
+    let rule = format!("--fail-on {}", policy.fail_on);
+    match policy.max_leaked_bytes {
+        None => {
+            if !gated.is_empty() {
+                reasons.push(format!(
+                    "{rule}: {} in your code ({}): {}",
+                    plural(
+                        gated.len() as u64,
+                        &format!("{new}gated finding"),
+                        &format!("{new}gated findings")
+                    ),
+                    count_by_kind(&gated),
+                    sites(&gated)
+                ));
+                code = EXIT_FAIL;
+            }
+        }
+        Some(max) => {
+            let (leaks, errors): (Vec<&Finding>, Vec<&Finding>) =
+                gated.iter().partition(|f| f.is_leak());
+            if !errors.is_empty() {
+                reasons.push(format!(
+                    "{rule}: {} in your code ({}): {}",
+                    plural(
+                        errors.len() as u64,
+                        &format!("{new}gated error"),
+                        &format!("{new}gated errors")
+                    ),
+                    count_by_kind(&errors),
+                    sites(&errors)
+                ));
+                code = EXIT_FAIL;
+            }
+            let total: u64 = leaks.iter().map(|f| leaked_bytes(f)).sum();
+            if total > max {
+                reasons.push(format!(
+                    "--max-leaked-bytes {max}: {} leaked in your code by {} ({}), more than {max}: {}",
+                    plural(total, "byte", "bytes"),
+                    plural(
+                        leaks.len() as u64,
+                        &format!("{new}gated leak"),
+                        &format!("{new}gated leaks")
+                    ),
+                    count_by_kind(&leaks),
+                    sites(&leaks)
+                ));
+                code = EXIT_FAIL;
+            }
+        }
+    }
+    let incomplete = incomplete_reasons(processes, problems);
+    if !incomplete.is_empty() && policy.fail_on_incomplete {
         for r in &incomplete {
             reasons.push(format!("incomplete: {r}"));
         }
@@ -122,6 +252,52 @@ pub fn verdict(
     }
 }
 
+/// Notes on what the policy let pass: leaks within `--max-leaked-bytes`,
+/// incompleteness with `--no-fail-on-incomplete`, findings known from the
+/// baseline.
+pub fn notes(
+    policy: &Policy,
+    findings: &[Finding],
+    processes: &[ProcessOut],
+    problems: &[String],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let Some(max) = policy.max_leaked_bytes {
+        let leaks: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| policy.gates(f) && f.is_leak())
+            .collect();
+        let total: u64 = leaks.iter().map(|f| leaked_bytes(f)).sum();
+        if !leaks.is_empty() && total <= max {
+            notes.push(format!(
+                "{} leaked in your code by {}, within --max-leaked-bytes {max}",
+                plural(total, "byte", "bytes"),
+                plural(leaks.len() as u64, "gated leak", "gated leaks")
+            ));
+        }
+    }
+    if !policy.fail_on_incomplete {
+        for r in incomplete_reasons(processes, problems) {
+            notes.push(format!(
+                "incomplete (not gated: --no-fail-on-incomplete): {r}"
+            ));
+        }
+    }
+    let known = findings
+        .iter()
+        .filter(|f| {
+            f.is_user() && policy.fail_on.matches(&f.kind) && f.baseline.as_deref() == Some("known")
+        })
+        .count() as u64;
+    if known > 0 {
+        notes.push(format!(
+            "{} known from the baseline: reported, not gated",
+            plural(known, "finding", "findings")
+        ));
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +321,7 @@ mod tests {
         assert_eq!(v.exit_code, EXIT_TARGET);
         let q = Policy {
             fail_on_target_exit: false,
+            ..Policy::default()
         };
         let v = verdict(&q, &[], &[], Some(&ExitStatus::Code(3)), &[]);
         assert_eq!(v.exit_code, EXIT_PASS);

@@ -10,10 +10,15 @@
 pub mod analysis;
 pub mod app;
 pub mod attribute;
+pub mod baseline;
+pub mod ci;
 pub mod cli;
 pub mod gate;
+pub mod generate;
 pub mod model;
 pub mod parse;
+pub mod policy;
+pub mod processes;
 pub mod render;
 pub mod report;
 pub mod run;

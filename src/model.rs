@@ -144,4 +144,8 @@ pub struct ProcessInfo {
     pub client_messages: Vec<String>,
     /// Count of `<error>` records read from this file.
     pub records: u64,
+    /// The part of a process before it exec'd (see `processes::classify`).
+    pub pre_exec: bool,
+    /// Forked from a traced parent without exec.
+    pub forked: bool,
 }

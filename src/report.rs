@@ -34,6 +34,75 @@ pub struct Report {
     pub notes: Vec<String>,
     /// Roots used to decide what is user code.
     pub src_roots: Vec<String>,
+    /// The Valgrind command line leakgate ran (run mode); empty otherwise
+    /// (see `processes[].valgrind_args` for what the XML records).
+    #[serde(default)]
+    pub valgrind_command: Vec<String>,
+    /// The gate policy the verdict was decided with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyOut>,
+    /// With `--baseline`: the comparison with the baseline file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineOut>,
+    /// Run mode: how the run ended when leakgate stopped it (`--timeout`,
+    /// Ctrl-C); absent when the target ended by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StoppedOut>,
+}
+
+/// Why and how leakgate stopped the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoppedOut {
+    /// `"timeout"` or `"interrupted"`.
+    pub reason: String,
+    /// One sentence: `timed out after 90s: SIGTERM sent to Valgrind's process group`.
+    pub detail: String,
+    /// Signals leakgate sent to the process group, in order (`SIGTERM`, `SIGKILL`).
+    pub signals_sent: Vec<String>,
+}
+
+/// The gate policy, as the verdict applied it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PolicyOut {
+    /// `--fail-on` items, canonical (`definite`, `errors`, `InvalidRead`, ...).
+    pub fail_on: Vec<String>,
+    /// `--max-leaked-bytes`: gated leaks fail only above this many bytes.
+    pub max_leaked_bytes: Option<u64>,
+    pub fail_on_incomplete: bool,
+    pub fail_on_target_exit: bool,
+}
+
+/// The comparison with a baseline file (`--baseline`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BaselineOut {
+    /// The baseline file.
+    pub file: String,
+    /// Entries in the baseline.
+    pub entries: u64,
+    /// User findings not in the baseline.
+    pub new: u64,
+    /// User findings in the baseline.
+    pub known: u64,
+    /// Baseline entries no longer seen.
+    pub fixed: Vec<BaselineEntry>,
+}
+
+/// One entry of a baseline file: a user finding, by fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BaselineEntry {
+    /// The finding's `fingerprint`.
+    pub fingerprint: String,
+    pub kind: String,
+    /// The function of the finding's location.
+    pub function: Option<String>,
+    /// The file of the finding's location (relative to the repository root
+    /// when it lies inside it).
+    pub file: Option<String>,
+    /// The source line's text (trimmed): tells sites in one function apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// For people: what the finding was.
+    pub description: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -65,6 +134,16 @@ pub struct ProcessOut {
     pub records: u64,
     /// `<clientmsg>` texts (VALGRIND_PRINTF), in order.
     pub client_messages: Vec<String>,
+    /// Valgrind's own options as the XML records them (`<vargv>`).
+    #[serde(default)]
+    pub valgrind_args: Vec<String>,
+    /// This XML is the part of the process before it exec'd another
+    /// program (Valgrind stops writing it at the exec; nothing is missing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pre_exec: bool,
+    /// Forked from its parent without exec (shares the parent's pre-fork heap).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forked: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -111,6 +190,42 @@ pub struct Finding {
     pub records: u64,
     /// Auxiliary descriptions Valgrind gave (address descriptions, origins).
     pub aux: Vec<String>,
+    /// Whether the gate policy counts this finding (a user finding of a
+    /// `--fail-on` kind that the baseline does not know). Absent in reports
+    /// from before policies existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gated: Option<bool>,
+    /// With `--baseline`: `"new"` or `"known"` (user findings only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    /// Per process: how much of this finding each pid contributed (one
+    /// entry per pid in `pids`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<FindingProcess>,
+    /// Fork children (no exec) whose XML repeats this leak because they
+    /// inherited the parent's heap: reported once, for the parent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inherited_by: Vec<u64>,
+    /// How to fix it, when leakgate knows (e.g. `CudaIpcProducerExited`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
+}
+
+/// One process' share of a finding.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingProcess {
+    pub pid: u64,
+    /// XML records from this process.
+    pub records: u64,
+    /// Occurrences in this process.
+    pub count: u64,
+    /// Leaks: bytes and blocks in this process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_bytes: Option<u64>,
 }
 
 impl Finding {

@@ -322,3 +322,41 @@ fn raw_corpora_parse() {
         }
     }
 }
+
+#[test]
+fn chunked_parallel_parsing_gives_the_same_report() {
+    // Large files are split at <error> lines and parsed in parallel;
+    // LEAKGATE_CHUNK_BYTES forces that on small fixtures.
+    let mut files: Vec<PathBuf> = Vec::new();
+    for d in ["raw-3.19", "recorded", "raw-3.27"] {
+        for e in std::fs::read_dir(fixture(d)).unwrap() {
+            files.push(e.unwrap().path());
+        }
+    }
+    files.sort();
+    let run = |p: &Path, chunk: Option<&str>| {
+        let mut c = Command::new(common::leakgate_bin());
+        c.args(["analyze", "--format", "json"]).arg(p);
+        if let Some(n) = chunk {
+            c.env("LEAKGATE_CHUNK_BYTES", n)
+                .env("LEAKGATE_THREADS", "2");
+        }
+        let out = c.output().unwrap();
+        (out.status.code(), out.stdout)
+    };
+    for f in &files {
+        let whole = run(f, None);
+        for chunk in ["600", "3000"] {
+            assert!(
+                whole == run(f, Some(chunk)),
+                "{} differs when chunked at {chunk}",
+                f.display()
+            );
+        }
+    }
+    // Several files at once are parsed in parallel too: same as one by one.
+    let (code, all, _) = analyze(&[], &files.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+    assert!(matches!(code, 1 | 3));
+    assert_eq!(all["processes"].as_array().unwrap().len(), files.len());
+    records_conserved(&all);
+}

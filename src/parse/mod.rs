@@ -13,4 +13,4 @@ mod input;
 mod reader;
 
 pub use input::{Input, InputError, open_input};
-pub use reader::{FileSummary, Interner, parse_num, parse_slice, parse_stream};
+pub use reader::{FileSummary, Interner, parse_chunk, parse_num, parse_slice, parse_stream};

@@ -37,6 +37,36 @@ pub struct FileSummary {
     pub error_counts: Vec<(u64, u64)>,
     /// `<suppcounts>`: (suppression name, count) as Valgrind reported them.
     pub supp_counts: Vec<(String, u64)>,
+    /// Saw `</valgrindoutput>`.
+    pub closed: bool,
+    /// Saw the FINISHED status.
+    pub saw_finished: bool,
+    /// Why reading stopped early (malformed XML, end of input inside an element).
+    pub problem: Option<String>,
+    /// The input ended inside a record (which was not delivered).
+    pub partial_record: bool,
+}
+
+impl FileSummary {
+    /// Decides `process.complete` and its reason from what was seen.
+    pub fn finalize(&mut self) {
+        let p = &mut self.process;
+        p.complete = self.problem.is_none() && self.closed && self.saw_finished;
+        p.incomplete_reason = None;
+        if !p.complete {
+            let mut reason = self.problem.clone().unwrap_or_else(|| {
+                if !self.closed {
+                    "file is truncated (no closing </valgrindoutput>; Valgrind was killed or the process exec'd)".into()
+                } else {
+                    "Valgrind stopped before the client finished (no FINISHED status; see Valgrind's log)".into()
+                }
+            });
+            if self.partial_record {
+                reason.push_str("; the last, partial record was not read");
+            }
+            p.incomplete_reason = Some(reason);
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -174,6 +204,13 @@ fn wants_text(tag: Tag) -> bool {
 /// Appends bytes as UTF-8, replacing invalid sequences (Valgrind writes names
 /// byte for byte); the common, valid case takes the fast path.
 fn push_lossy(out: &mut String, bytes: &[u8]) {
+    // One element's text is bounded: a hostile report (a 1 GB line) must
+    // not make memory grow with it. Real texts are far below this.
+    const MAX_TEXT: usize = 1 << 20;
+    if out.len() >= MAX_TEXT {
+        return;
+    }
+    let bytes = &bytes[..bytes.len().min(MAX_TEXT - out.len())];
     match std::str::from_utf8(bytes) {
         Ok(s) => out.push_str(s),
         Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
@@ -288,7 +325,40 @@ pub fn parse_slice(
 ) -> Result<FileSummary, InputError> {
     let mut reader = Reader::from_reader(input);
     configure(&mut reader);
-    parse_events(&mut Sliced(reader), path, process_index, interner, sink)
+    let mut sum = parse_events(
+        &mut Sliced(reader),
+        path,
+        process_index,
+        interner,
+        sink,
+        None,
+    )?;
+    sum.finalize();
+    Ok(sum)
+}
+
+/// Parses a chunk of a document: the start of it (`header` None), or a piece
+/// that starts at an `<error>` line inside `<valgrindoutput>`, whose header
+/// (pid, options, ...) is `header`. The summary is not finalised: the caller
+/// combines the chunks of one file.
+pub fn parse_chunk(
+    input: &[u8],
+    header: Option<&ProcessInfo>,
+    path: &Path,
+    process_index: usize,
+    interner: &mut Interner,
+    sink: &mut dyn FnMut(Record, &ProcessInfo),
+) -> Result<FileSummary, InputError> {
+    let mut reader = Reader::from_reader(input);
+    configure(&mut reader);
+    parse_events(
+        &mut Sliced(reader),
+        path,
+        process_index,
+        interner,
+        sink,
+        header,
+    )
 }
 
 /// Parses one Valgrind XML document from `input`, calling `sink` for each
@@ -306,7 +376,16 @@ pub fn parse_stream<R: BufRead>(
 ) -> Result<FileSummary, InputError> {
     let mut reader = Reader::from_reader(input);
     configure(&mut reader);
-    parse_events(&mut Buffered(reader), path, process_index, interner, sink)
+    let mut sum = parse_events(
+        &mut Buffered(reader),
+        path,
+        process_index,
+        interner,
+        sink,
+        None,
+    )?;
+    sum.finalize();
+    Ok(sum)
 }
 
 fn parse_events<S: EventSource>(
@@ -315,6 +394,7 @@ fn parse_events<S: EventSource>(
     process_index: usize,
     interner: &mut Interner,
     sink: &mut dyn FnMut(Record, &ProcessInfo),
+    resume: Option<&ProcessInfo>,
 ) -> Result<FileSummary, InputError> {
     let mut ctx = Ctx {
         interner,
@@ -331,6 +411,13 @@ fn parse_events<S: EventSource>(
     };
     ctx.sum.process.file = path.display().to_string();
     let mut stack: Vec<Tag> = Vec::with_capacity(16);
+    if let Some(h) = resume {
+        ctx.sum.process = h.clone();
+        ctx.sum.process.client_messages.clear();
+        ctx.sum.process.records = 0;
+        ctx.saw_root = true;
+        stack.push(Tag::Root);
+    }
     let mut text = String::new();
     let mut buf = Vec::with_capacity(4096);
     let not_valgrind = |reason: String| InputError::NotValgrind {
@@ -374,8 +461,32 @@ fn parse_events<S: EventSource>(
                     ctx.saw_root = true;
                 }
                 let raw = raw_text_kind(name);
+                let name_is_rawtext = name == b"rawtext";
                 let tag = tag_of(name);
                 drop(s);
+                // Skipped unread: the duplicate of the record's generated
+                // suppression that Valgrind prints after each `</error>`
+                // (§1.5.7), and the suppression's `<rawtext>` (its frames
+                // are read from `<sframe>`). A fifth to a third of a report.
+                let skip: Option<&[u8]> = match (tag, stack.last()) {
+                    (Tag::Suppression, Some(Tag::Root)) => Some(b"suppression"),
+                    (Tag::Other, Some(Tag::Suppression)) if name_is_rawtext => Some(b"rawtext"),
+                    _ => None,
+                };
+                if let Some(el) = skip {
+                    let found = skip_raw_until(reader.raw(), el).map_err(|e| InputError::Io {
+                        path: path.to_path_buf(),
+                        err: e,
+                    })?;
+                    if !found {
+                        incomplete = Some(format!(
+                            "file ends inside <{}>",
+                            String::from_utf8_lossy(el)
+                        ));
+                        break;
+                    }
+                    continue;
+                }
                 if let Some(raw) = raw {
                     let text = read_raw_until(reader.raw(), raw.as_bytes()).map_err(|e| {
                         InputError::Io {
@@ -457,35 +568,23 @@ fn parse_events<S: EventSource>(
             _ => {}
         }
     }
-    if !ctx.saw_root {
+    if resume.is_none() && !ctx.saw_root {
         return Err(not_valgrind(if ctx.records == 0 {
             "no <valgrindoutput> element (empty or not XML)".into()
         } else {
             "no <valgrindoutput> element".into()
         }));
     }
-    if ctx.sum.process.protocol.is_none() && ctx.sum.process.pid.is_none() {
+    if resume.is_none() && ctx.sum.process.protocol.is_none() && ctx.sum.process.pid.is_none() {
         return Err(not_valgrind(
             "<valgrindoutput> without <protocolversion> or <pid>".into(),
         ));
     }
-    let partial = ctx.builder.is_some();
-    let p = &mut ctx.sum.process;
-    p.records = ctx.records;
-    p.complete = incomplete.is_none() && ctx.closed && ctx.saw_finished;
-    if !p.complete {
-        let mut reason = incomplete.unwrap_or_else(|| {
-            if !ctx.closed {
-                "file is truncated (no closing </valgrindoutput>; Valgrind was killed or the process exec'd)".into()
-            } else {
-                "Valgrind stopped before the client finished (no FINISHED status; see Valgrind's log)".into()
-            }
-        });
-        if partial {
-            reason.push_str("; the last, partial record was not read");
-        }
-        p.incomplete_reason = Some(reason);
-    }
+    ctx.sum.partial_record = ctx.builder.is_some();
+    ctx.sum.process.records = ctx.records;
+    ctx.sum.closed = ctx.closed;
+    ctx.sum.saw_finished = ctx.saw_finished;
+    ctx.sum.problem = incomplete;
     Ok(ctx.sum)
 }
 
@@ -532,7 +631,43 @@ fn read_raw_until(r: &mut dyn BufRead, name: &[u8]) -> std::io::Result<Option<St
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+    memchr::memmem::find(hay, needle)
+}
+
+/// Consumes input up to and including `</name>` without tokenising it.
+/// Returns false at end of input.
+fn skip_raw_until(r: &mut dyn BufRead, name: &[u8]) -> std::io::Result<bool> {
+    let mut close = Vec::with_capacity(name.len() + 3);
+    close.extend_from_slice(b"</");
+    close.extend_from_slice(name);
+    close.push(b'>');
+    let finder = memchr::memmem::Finder::new(&close);
+    // The last bytes of the previous buffer, for a tag split across two.
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let avail = r.fill_buf()?;
+        if avail.is_empty() {
+            return Ok(false);
+        }
+        if !carry.is_empty() {
+            let mut probe = carry.clone();
+            probe.extend_from_slice(&avail[..avail.len().min(close.len() - 1)]);
+            if let Some(p) = finder.find(&probe) {
+                let n = p + close.len() - carry.len();
+                r.consume(n);
+                return Ok(true);
+            }
+        }
+        if let Some(p) = finder.find(avail) {
+            r.consume(p + close.len());
+            return Ok(true);
+        }
+        let n = avail.len();
+        let keep = n.min(close.len() - 1);
+        carry.clear();
+        carry.extend_from_slice(&avail[n - keep..]);
+        r.consume(n);
+    }
 }
 
 impl Ctx<'_> {

@@ -77,6 +77,10 @@ pub fn kind_noun(kind: &str) -> (String, String) {
             "still-reachable blocks".into(),
         ),
         "FatalSignal" => ("crash".into(), "crashes".into()),
+        "CudaIpcProducerExited" => (
+            "CUDA-IPC producer warning".into(),
+            "CUDA-IPC producer warnings".into(),
+        ),
         k => (format!("{k} error"), format!("{k} errors")),
     }
 }
@@ -195,6 +199,10 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
     for e in &r.environment {
         let _ = writeln!(o, "environment: {e}");
     }
+    if let Some(stopped) = &r.stopped {
+        let _ = writeln!(o, "{} {}", st.yellow("stopped:"), stopped.detail);
+    }
+    process_table(&mut o, r);
     let _ = writeln!(o);
     let _ = writeln!(o, "{}", verdict_line(r, &st));
     for reason in &r.verdict.reasons {
@@ -212,8 +220,10 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         } else {
             plural(f.count, "occurrence", "occurrences")
         };
-        let gated = if crate::gate::is_gated_kind(&f.kind) {
-            ""
+        let gated = if f.baseline.as_deref() == Some("known") {
+            " (known from the baseline, not gated)"
+        } else if crate::render::ci::is_gated(f) {
+            if f.baseline.is_some() { " (new)" } else { "" }
         } else {
             " (reported, not gated)"
         };
@@ -242,6 +252,16 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
                 }
                 _ => {}
             }
+        }
+        if let Some(a) = &f.advice {
+            let _ = writeln!(o, "     fix: {a}");
+        }
+        if f.stack.is_empty() {
+            if !f.pids.is_empty() {
+                let pids: Vec<String> = f.pids.iter().map(|p| p.to_string()).collect();
+                let _ = writeln!(o, "     in process {}", pids.join(", "));
+            }
+            continue;
         }
         let _ = writeln!(o, "     stack:");
         let frames = short_stack(f, opts.verbose);
@@ -276,6 +296,19 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         if f.pids.len() > 1 {
             let pids: Vec<String> = f.pids.iter().map(|p| p.to_string()).collect();
             let _ = writeln!(o, "     in processes {}", pids.join(", "));
+        } else if r.processes.len() > 1
+            && let Some(p) = f.pids.first()
+        {
+            let _ = writeln!(o, "     in process {p}");
+        }
+        if !f.inherited_by.is_empty() {
+            let pids: Vec<String> = f.inherited_by.iter().map(|p| p.to_string()).collect();
+            let _ = writeln!(
+                o,
+                "     also inherited by fork child{} {} (the same blocks, not a second leak)",
+                if pids.len() == 1 { "" } else { "ren" },
+                pids.join(", ")
+            );
         }
     }
     let _ = writeln!(o);
@@ -356,6 +389,50 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         thousands(r.summary.suppressed.records)
     );
     o
+}
+
+/// The process table, when there is more than one process or one ended
+/// abnormally: pid, parent, how it ended, whether its XML is complete,
+/// the command line.
+fn process_table(o: &mut String, r: &Report) {
+    use crate::model::ExitStatus;
+    let notable = r
+        .processes
+        .iter()
+        .any(|p| !p.complete || matches!(p.exit, Some(ExitStatus::Signal(_))));
+    if r.processes.len() <= 1 && !notable {
+        return;
+    }
+    let _ = writeln!(o, "processes:    pid    ppid  ended            XML");
+    for p in &r.processes {
+        let ended = match &p.exit {
+            Some(ExitStatus::Code(c)) => format!("exit {c}"),
+            Some(ExitStatus::Signal(s)) => format!("killed by {s}"),
+            None if p.pre_exec => "exec'd".to_string(),
+            None if p.complete => "finished".to_string(),
+            None => "?".to_string(),
+        };
+        let xml = if p.pre_exec {
+            "pre-exec part"
+        } else if p.complete {
+            "complete"
+        } else {
+            "INCOMPLETE"
+        };
+        let how = if p.forked { " (fork)" } else { "" };
+        let mut cmd = p.command.join(" ");
+        if cmd.chars().count() > 80 {
+            cmd = cmd.chars().take(77).collect::<String>() + "...";
+        }
+        let _ = writeln!(
+            o,
+            "  {:>17} {:>7}  {:<16} {:<13} {cmd}{how}",
+            p.pid.map_or("?".into(), |v| v.to_string()),
+            p.ppid.map_or("?".into(), |v| v.to_string()),
+            ended,
+            xml
+        );
+    }
 }
 
 #[cfg(test)]

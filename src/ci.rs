@@ -1,0 +1,213 @@
+//! CI wiring for `run` and `analyze`: the gate policy from the command line,
+//! the baseline (`--baseline`, `--write-baseline`), and the CI outputs
+//! (`--junit`, `--sarif`, `--codequality`, `--markdown`,
+//! `$GITHUB_STEP_SUMMARY`, GitHub annotations).
+//!
+//! [`Ci::prepare`] runs before Valgrind does, so that a missing baseline, an
+//! unknown `--repo-root` or an output file in a missing directory is a usage
+//! error (exit 2) and not a wasted run.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+use crate::baseline::Baseline;
+use crate::cli::{AnnotationsChoice, Format, ReportArgs};
+use crate::gate::{self, Policy};
+use crate::render;
+use crate::render::ci::CiContext;
+use crate::report::{BaselineOut, Finding, Report};
+
+/// The gate policy the command line asks for.
+pub fn policy(args: &ReportArgs, fail_on_target_exit: bool) -> Policy {
+    Policy {
+        fail_on_target_exit,
+        fail_on: args.policy.fail_on.clone(),
+        max_leaked_bytes: args.policy.max_leaked_bytes,
+        fail_on_incomplete: !args.policy.no_fail_on_incomplete,
+    }
+}
+
+/// Everything the CI options need, checked before the run.
+#[derive(Debug)]
+pub struct Ci {
+    policy: Policy,
+    baseline: Option<(PathBuf, Baseline)>,
+    repo_root: PathBuf,
+    write_baseline: Option<PathBuf>,
+    outputs: Vec<(Output, PathBuf)>,
+    annotations: bool,
+    step_summary: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    Junit,
+    Sarif,
+    CodeQuality,
+    Markdown,
+}
+
+impl Ci {
+    /// Loads the baseline, resolves the repository root and checks that
+    /// every output file can be created.
+    pub fn prepare(args: &ReportArgs, policy: Policy) -> Result<Ci> {
+        let c = &args.ci;
+        let baseline = match &c.baseline {
+            Some(p) => Some((p.clone(), Baseline::load(p)?)),
+            None => None,
+        };
+        let repo_root = match &c.repo_root {
+            Some(d) => std::fs::canonicalize(d)
+                .with_context(|| format!("--repo-root {}: no such directory", d.display()))?,
+            None => default_repo_root()?,
+        };
+        let mut outputs = Vec::new();
+        for (kind, path) in [
+            (Output::Junit, &c.junit),
+            (Output::Sarif, &c.sarif),
+            (Output::CodeQuality, &c.codequality),
+            (Output::Markdown, &c.markdown),
+        ] {
+            if let Some(p) = path {
+                check_writable(p)?;
+                outputs.push((kind, p.clone()));
+            }
+        }
+        if let Some(p) = &c.write_baseline {
+            check_writable(p)?;
+        }
+        let annotations = match c.annotations {
+            AnnotationsChoice::Always => true,
+            AnnotationsChoice::Never => false,
+            AnnotationsChoice::Auto => std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true"),
+        };
+        let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        Ok(Ci {
+            policy,
+            baseline,
+            repo_root,
+            write_baseline: c.write_baseline.clone(),
+            outputs,
+            annotations,
+            step_summary,
+        })
+    }
+
+    /// The policy the verdict is decided with.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Marks the findings against the baseline (`new`/`known`) and the
+    /// policy (`gated`). Call before the verdict.
+    pub fn classify(&self, findings: &mut [Finding]) -> Option<BaselineOut> {
+        let out = self
+            .baseline
+            .as_ref()
+            .map(|(p, b)| b.apply(findings, &p.display().to_string()));
+        self.policy.mark(findings);
+        out
+    }
+
+    /// Adds the policy, the baseline comparison and the policy's notes to
+    /// the report. `problems` are the incompleteness reasons found outside
+    /// the XML (as given to the verdict).
+    pub fn finish(&self, report: &mut Report, baseline: Option<BaselineOut>, problems: &[String]) {
+        report.policy = Some(self.policy.describe());
+        let notes = gate::notes(&self.policy, &report.findings, &report.processes, problems);
+        report.notes.extend(notes);
+        if let Some(b) = &baseline {
+            for e in &b.fixed {
+                report
+                    .notes
+                    .push(format!("fixed since the baseline: {}", e.description));
+            }
+            if report.processes.iter().any(|p| !p.complete) || !problems.is_empty() {
+                report.notes.push(
+                    "the report is incomplete: findings listed as fixed may only be missing".into(),
+                );
+            }
+        }
+        report.baseline = baseline;
+    }
+
+    /// Writes the baseline and the CI outputs, prints annotations and
+    /// appends the step summary.
+    pub fn emit(&self, report: &Report, args: &ReportArgs) -> Result<()> {
+        let ctx = CiContext::new(Some(&self.repo_root));
+        if let Some(p) = &self.write_baseline {
+            Baseline::from_report(report, Some(&self.repo_root)).write(p)?;
+        }
+        for (kind, path) in &self.outputs {
+            let text = match kind {
+                Output::Junit => render::junit::render(report, &ctx),
+                Output::Sarif => render::sarif::render(report, &ctx),
+                Output::CodeQuality => render::codequality::render(report, &ctx),
+                Output::Markdown => render::markdown::render(report, &ctx),
+            };
+            std::fs::write(path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        if let Some(p) = &self.step_summary {
+            let md = render::markdown::render(report, &ctx);
+            let res = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .and_then(|mut f| f.write_all(md.as_bytes()));
+            if let Err(e) = res {
+                eprintln!(
+                    "leakgate: warning: cannot append to GITHUB_STEP_SUMMARY {}: {e}",
+                    p.display()
+                );
+            }
+        }
+        if self.annotations {
+            let text = render::annotations::render(report, &ctx);
+            // Keep a JSON report on standard output parseable.
+            if args.format == Format::Json && args.output.is_none() {
+                eprint!("{text}");
+            } else {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The git top level of the current directory, else the current directory.
+fn default_repo_root() -> Result<PathBuf> {
+    let cwd = std::env::current_dir().context("no current directory")?;
+    let git = Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .stderr(std::process::Stdio::null())
+        .output();
+    if let Ok(out) = git
+        && out.status.success()
+    {
+        let top = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !top.is_empty()
+            && let Ok(p) = std::fs::canonicalize(&top)
+        {
+            return Ok(p);
+        }
+    }
+    Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
+}
+
+/// An output file's directory must exist.
+fn check_writable(p: &Path) -> Result<()> {
+    if p.is_dir() {
+        bail!("{}: is a directory", p.display());
+    }
+    match p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) if !d.is_dir() => bail!("{}: no such directory {}", p.display(), d.display()),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,356 @@
+//! Helpers shared by the CI renderers (JUnit, SARIF, Code Quality,
+//! Markdown, GitHub annotations): which findings fail, repository-relative
+//! paths, one-line descriptions, stable per-site keys.
+
+use std::path::Path;
+
+use crate::gate;
+use crate::render::text::{kind_noun, thousands};
+use crate::report::{Finding, FrameOut, Report};
+
+/// Where the repository is, for relative paths (`--repo-root`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CiContext<'a> {
+    pub repo_root: Option<&'a Path>,
+}
+
+impl<'a> CiContext<'a> {
+    /// A context relative to `repo_root`.
+    pub fn new(repo_root: Option<&'a Path>) -> Self {
+        CiContext { repo_root }
+    }
+
+    /// `path` relative to the repository root, when it lies inside it.
+    pub fn relative(&self, path: &str) -> Option<String> {
+        crate::baseline::relative_to(path, self.repo_root)
+    }
+
+    /// The repository-relative path of a finding's location, if inside.
+    pub fn finding_path(&self, f: &Finding) -> Option<String> {
+        let loc = f.location.as_ref()?;
+        loc.path.as_deref().and_then(|p| self.relative(p))
+    }
+
+    /// The best path to show for a finding: repository-relative, else the
+    /// local path, else the file Valgrind named, else the object.
+    pub fn display_path(&self, f: &Finding) -> Option<String> {
+        let loc = f.location.as_ref()?;
+        self.finding_path(f)
+            .or_else(|| loc.path.clone())
+            .or_else(|| loc.file.clone())
+            .or_else(|| loc.object.clone())
+    }
+
+    /// The repository-relative path of a stack frame, if inside.
+    pub fn frame_path(&self, fr: &FrameOut) -> Option<String> {
+        fr.path.as_deref().and_then(|p| self.relative(p))
+    }
+}
+
+/// The user findings, in report order.
+pub fn user_findings(r: &Report) -> Vec<&Finding> {
+    r.findings.iter().filter(|f| f.is_user()).collect()
+}
+
+/// Whether the policy counts `f` (the `gated` flag; for older reports the
+/// default policy).
+pub fn is_gated(f: &Finding) -> bool {
+    f.gated.unwrap_or_else(|| {
+        f.is_user() && gate::is_gated_kind(&f.kind) && f.baseline.as_deref() != Some("known")
+    })
+}
+
+/// Whether `f` is one of the findings that fail the gate in this report:
+/// gated, and for leaks, the gated leaks' bytes exceed `--max-leaked-bytes`.
+pub fn fails(r: &Report, f: &Finding) -> bool {
+    if !is_gated(f) {
+        return false;
+    }
+    if !f.is_leak() {
+        return true;
+    }
+    match r.policy.as_ref().and_then(|p| p.max_leaked_bytes) {
+        None => true,
+        Some(max) => {
+            let total: u64 = r
+                .findings
+                .iter()
+                .filter(|g| g.is_leak() && is_gated(g))
+                .map(gate::leaked_bytes)
+                .sum();
+            total > max
+        }
+    }
+}
+
+/// Why a user finding does not fail, for people (None if it fails).
+pub fn why_not_failing(r: &Report, f: &Finding) -> Option<String> {
+    if fails(r, f) {
+        return None;
+    }
+    if f.baseline.as_deref() == Some("known") {
+        return Some("known from the baseline: reported, not gated".into());
+    }
+    if is_gated(f) {
+        return Some("within --max-leaked-bytes: reported, not gated".into());
+    }
+    let list = r
+        .policy
+        .as_ref()
+        .map(|p| p.fail_on.join(","))
+        .unwrap_or_else(|| crate::policy::DEFAULT_FAIL_ON.into());
+    Some(format!(
+        "reported, not gated: {} is not in --fail-on {list}",
+        f.kind
+    ))
+}
+
+/// `leak_kinds.c:12`, `leak_kinds.c`, the object, or `???`.
+pub fn place(ctx: &CiContext, f: &Finding) -> String {
+    let path = ctx.display_path(f).unwrap_or_else(|| "???".into());
+    match f.location.as_ref().and_then(|l| l.line) {
+        Some(l) => format!("{path}:{l}"),
+        None => path,
+    }
+}
+
+/// The function of a finding's location, or `???`.
+pub fn function(f: &Finding) -> &str {
+    f.location
+        .as_ref()
+        .and_then(|l| l.function.as_deref())
+        .unwrap_or("???")
+}
+
+/// What the finding is, in one line: `64 bytes in 1 block definitely lost
+/// in leak_definite` or Valgrind's message for errors.
+pub fn headline(f: &Finding) -> String {
+    if f.is_leak() {
+        let bytes = f.bytes.unwrap_or(0);
+        let blocks = f.blocks.unwrap_or(0);
+        let how = match f.kind.as_str() {
+            "Leak_DefinitelyLost" => "definitely lost",
+            "Leak_IndirectlyLost" => "indirectly lost",
+            "Leak_PossiblyLost" => "possibly lost",
+            "Leak_StillReachable" => "still reachable",
+            _ => "lost",
+        };
+        format!(
+            "{} {} in {} {} {how} in {}",
+            thousands(bytes),
+            if bytes == 1 { "byte" } else { "bytes" },
+            thousands(blocks),
+            if blocks == 1 { "block" } else { "blocks" },
+            function(f)
+        )
+    } else {
+        let msg = if f.message.is_empty() {
+            kind_noun(&f.kind).0
+        } else {
+            f.message.clone()
+        };
+        format!("{msg} in {}", function(f))
+    }
+}
+
+/// One frame for people: `leak_definite (leak_kinds.c:12)`.
+pub fn frame_text(fr: &FrameOut) -> String {
+    let name = fr.function.as_deref().unwrap_or("???");
+    match (&fr.file, fr.line) {
+        (Some(file), Some(l)) => format!("{name} ({file}:{l})"),
+        _ => match &fr.object {
+            Some(o) => format!("{name} (in {o})"),
+            None => name.to_string(),
+        },
+    }
+}
+
+/// The stack, one frame a line, user frames marked with `>`.
+pub fn stack_text(f: &Finding) -> String {
+    let mut s = String::new();
+    for fr in &f.stack {
+        s.push_str(if fr.user { "> " } else { "  " });
+        s.push_str(&frame_text(fr));
+        s.push('\n');
+    }
+    s
+}
+
+/// The source line at the finding's location, trimmed.
+pub fn source(f: &Finding) -> Option<&str> {
+    f.source_line
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// A key for one finding that is stable across runs and line shifts and
+/// unique in the report: the fingerprint, plus, when several user findings
+/// share it (sites in one function), a hash of the source line (or the
+/// site's rank when the source is not readable).
+pub fn site_key(r: &Report, f: &Finding) -> String {
+    let same: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|g| g.fingerprint == f.fingerprint && g.category == f.category)
+        .collect();
+    if same.len() <= 1 {
+        return f.fingerprint.clone();
+    }
+    let by_source = source(f).map(|s| fnv1a(s.as_bytes()));
+    let unique_source = by_source.is_some()
+        && same
+            .iter()
+            .filter(|g| source(g).map(|s| fnv1a(s.as_bytes())) == by_source)
+            .count()
+            == 1;
+    if unique_source {
+        return format!("{}-{:08x}", f.fingerprint, by_source.unwrap_or(0) as u32);
+    }
+    let mut lines: Vec<u32> = same
+        .iter()
+        .map(|g| g.location.as_ref().and_then(|l| l.line).unwrap_or(0))
+        .collect();
+    lines.sort_unstable();
+    let mine = f.location.as_ref().and_then(|l| l.line).unwrap_or(0);
+    let rank = lines.iter().position(|l| *l == mine).unwrap_or(0);
+    format!("{}-{}", f.fingerprint, rank + 1)
+}
+
+/// 64-bit FNV-1a.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// A one-line summary of the noise: `python: 37 records (2,864 bytes)`.
+pub fn noise_line(r: &Report) -> String {
+    let noise = &r.summary.noise;
+    if noise.by_source.is_empty() {
+        return "none".into();
+    }
+    noise
+        .by_source
+        .iter()
+        .map(|(k, n)| {
+            let bytes = noise.bytes_by_source.get(k).copied().unwrap_or(0);
+            let recs = format!("{} record{}", thousands(*n), if *n == 1 { "" } else { "s" });
+            if bytes > 0 {
+                format!("{k}: {recs} ({} bytes)", thousands(bytes))
+            } else {
+                format!("{k}: {recs}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Help for a Valgrind kind: (short description, full description).
+pub fn kind_help(kind: &str) -> (&'static str, &'static str) {
+    match kind {
+        "Leak_DefinitelyLost" => (
+            "Memory definitely lost",
+            "A heap block allocated here is no longer pointed to by anything when the program exits: it can never be freed. Free it on every path (including error paths), or give it an owner (a smart pointer, a Python object's destructor).",
+        ),
+        "Leak_IndirectlyLost" => (
+            "Memory indirectly lost",
+            "A heap block allocated here is only reachable from blocks that are themselves lost (for example the nodes of a lost tree). Fixing the definitely-lost block that owns it usually fixes this too.",
+        ),
+        "Leak_PossiblyLost" => (
+            "Memory possibly lost",
+            "Only a pointer into the middle of this heap block survives at exit. It may be a leak, or a deliberate interior pointer (some allocators and containers keep those).",
+        ),
+        "Leak_StillReachable" => (
+            "Memory still reachable",
+            "This heap block is still pointed to at exit (a global or a cache) but was never freed. Usually harmless; free it at shutdown if it grows.",
+        ),
+        "InvalidRead" => (
+            "Invalid read",
+            "The program read memory it must not: outside a heap block, or from a block already freed. Check array bounds and object lifetimes.",
+        ),
+        "InvalidWrite" => (
+            "Invalid write",
+            "The program wrote memory it must not: outside a heap block, or into a block already freed. This corrupts the heap; check array bounds and object lifetimes.",
+        ),
+        "InvalidFree" => (
+            "Invalid free",
+            "A block was freed that is not the start of a live heap block: a double free, or a pointer that never came from malloc/new.",
+        ),
+        "MismatchedFree" => (
+            "Mismatched free",
+            "A block was released with the wrong function: malloc/free, new/delete and new[]/delete[] must be paired.",
+        ),
+        "InvalidJump" => (
+            "Invalid jump",
+            "The program jumped to an address that is not code (a corrupted function pointer or return address).",
+        ),
+        "Overlap" => (
+            "Overlapping source and destination",
+            "memcpy/strcpy (or a relative) was called with overlapping source and destination; use memmove.",
+        ),
+        "UninitCondition" => (
+            "Conditional jump on uninitialised value",
+            "A branch depends on memory that was never initialised. The origin stack (--track-origins) shows where it was allocated.",
+        ),
+        "UninitValue" => (
+            "Use of uninitialised value",
+            "An uninitialised value was used in a way that matters (an address, a system call). The origin stack shows where it came from.",
+        ),
+        "SyscallParam" => (
+            "System call with invalid parameter",
+            "A system call was given an uninitialised or unaddressable buffer.",
+        ),
+        "FatalSignal" => (
+            "Fatal signal",
+            "The program was killed by a signal (a crash) in this code.",
+        ),
+        "ClientCheck" => (
+            "Client check failed",
+            "A Valgrind client request (VALGRIND_CHECK_MEM_IS_DEFINED and friends) failed.",
+        ),
+        "InvalidMemPool" => (
+            "Invalid memory pool",
+            "A memory-pool client request named a pool that does not exist.",
+        ),
+        "FishyValue" => (
+            "Fishy argument value",
+            "An allocation function got an implausible size (probably a negative number).",
+        ),
+        "ReallocSizeZero" => (
+            "realloc with size zero",
+            "realloc(p, 0) behaves differently across C libraries; free the block explicitly.",
+        ),
+        _ => (
+            "Memcheck error",
+            "Valgrind Memcheck reported an error of this kind in your code.",
+        ),
+    }
+}
+
+/// Escapes a Markdown table cell.
+pub fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv_is_stable() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn relative_paths() {
+        let ctx = CiContext::new(Some(Path::new("/repo")));
+        assert_eq!(ctx.relative("/repo/src/a.c").as_deref(), Some("src/a.c"));
+        assert_eq!(ctx.relative("/elsewhere/a.c"), None);
+        assert_eq!(ctx.relative("a.c"), None);
+    }
+}
