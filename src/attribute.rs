@@ -189,7 +189,8 @@ fn class_source(c: ObjClass) -> Source {
     }
 }
 
-const ALLOCATORS: &[&str] = &[
+/// Allocation functions by exact name (also used by the suppression generator).
+pub(crate) const ALLOCATORS: &[&str] = &[
     "malloc",
     "calloc",
     "realloc",

@@ -298,31 +298,9 @@ struct FInfo {
     alloc: bool,
 }
 
-const ALLOC_NAMES: &[&str] = &[
-    "malloc",
-    "calloc",
-    "realloc",
-    "reallocarray",
-    "free",
-    "memalign",
-    "posix_memalign",
-    "aligned_alloc",
-    "valloc",
-    "pvalloc",
-    "strdup",
-    "strndup",
-    "__strdup",
-    "__strndup",
-    "wcsdup",
-    "__libc_malloc",
-    "__libc_calloc",
-    "__libc_realloc",
-    "__libc_memalign",
-];
-
 fn is_alloc_name(n: &str) -> bool {
     let n = n.split('@').next().unwrap_or(n);
-    ALLOC_NAMES.contains(&n)
+    crate::attribute::ALLOCATORS.contains(&n)
         || n.starts_with("_Znw")
         || n.starts_with("_Zna")
         || n.starts_with("_Zdl")
