@@ -8,7 +8,7 @@
 //! anything else makes it noise labelled by that frame's library. The rule is
 //! written for users in README.md ("How leakgate decides what is yours").
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Component, Path, PathBuf};
 
 use regex::Regex;
@@ -328,8 +328,8 @@ impl Attributor {
         Attributor {
             spec,
             user_object_res,
-            obj_cache: HashMap::new(),
-            src_cache: HashMap::new(),
+            obj_cache: HashMap::default(),
+            src_cache: HashMap::default(),
             keep: Vec::new(),
         }
     }

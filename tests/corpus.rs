@@ -360,3 +360,49 @@ fn chunked_parallel_parsing_gives_the_same_report() {
     assert_eq!(all["processes"].as_array().unwrap().len(), files.len());
     records_conserved(&all);
 }
+
+/// Peak RSS (KiB) from the LEAKGATE_TIMINGS line, and the record count.
+fn analyze_peak(paths: &[&Path]) -> (u64, u64) {
+    let out = Command::new(common::leakgate_bin())
+        .args(["analyze", "--format", "json"])
+        .args(paths)
+        .env("LEAKGATE_TIMINGS", "1")
+        .env("LEAKGATE_THREADS", "2")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let peak = err
+        .lines()
+        .find_map(|l| l.split("peak RSS ").nth(1))
+        .and_then(|t| t.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS in: {err}"));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (peak, v["summary"]["records"].as_u64().unwrap())
+}
+
+#[test]
+fn memory_stays_flat_when_the_input_doubles() {
+    // 256 MB of the real torch report (cut mid-record: incomplete, but every
+    // complete record counts), analysed alone and as two processes' reports.
+    // Records are streamed, so the peak must not grow with the input.
+    use std::io::Read;
+    let dir = common::tempdir();
+    let part = dir.path().join("torch-part.xml");
+    let zst = std::fs::File::open(fixture("torch-ext/valgrind.xml.zst")).unwrap();
+    let mut dec = zstd::stream::read::Decoder::new(zst)
+        .unwrap()
+        .take(256 << 20);
+    let mut out = std::fs::File::create(&part).unwrap();
+    std::io::copy(&mut dec, &mut out).unwrap();
+    drop(out);
+    let (one, n1) = analyze_peak(&[&part]);
+    let (two, n2) = analyze_peak(&[&part, &part]);
+    assert!(n1 > 5_000, "{n1} records");
+    assert_eq!(n2, 2 * n1);
+    eprintln!("peak RSS: {one} KiB for 1x, {two} KiB for 2x");
+    assert!(
+        two <= one + one / 4 + 4096,
+        "peak RSS grew with the input: {one} KiB for 1x, {two} KiB for 2x"
+    );
+    assert!(two < 64 * 1024, "peak RSS {two} KiB is above 64 MiB");
+}

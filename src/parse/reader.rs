@@ -1,7 +1,7 @@
 //! The event-driven state machine over quick-xml that turns one Valgrind XML
 //! document into [`Record`]s (delivered one at a time) and a [`FileSummary`].
 
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::io::BufRead;
 use std::path::Path;
 
@@ -54,12 +54,15 @@ impl FileSummary {
         p.complete = self.problem.is_none() && self.closed && self.saw_finished;
         p.incomplete_reason = None;
         if !p.complete {
-            let mut reason = self.problem.clone().unwrap_or_else(|| {
+            let mut reason = self.problem.as_ref().map_or_else(|| {
                 if !self.closed {
                     "file is truncated (no closing </valgrindoutput>; Valgrind was killed or the process exec'd)".into()
                 } else {
                     "Valgrind stopped before the client finished (no FINISHED status; see Valgrind's log)".into()
                 }
+            }, |problem| {
+                // Counted here: a chunk only knows its own records.
+                format!("{problem}; {} records before it were read", p.records)
             });
             if self.partial_record {
                 reason.push_str("; the last, partial record was not read");
@@ -270,16 +273,46 @@ struct Ctx<'a> {
 
 /// Where quick-xml events come from: a buffered stream (copies into a
 /// buffer) or a byte slice, e.g. a memory-mapped file (borrows, no copy).
-trait EventSource {
+trait EventSource<'a> {
     fn next_event<'s>(&'s mut self, buf: &'s mut Vec<u8>) -> quick_xml::Result<Event<'s>>;
+    /// The unread input, when the whole input is in memory (for the
+    /// element cache); `None` for streams.
+    fn rest(&self) -> Option<&'a [u8]> {
+        None
+    }
     /// The bytes after the last event, for elements read raw.
     fn raw(&mut self) -> &mut dyn BufRead;
     fn error_position(&self) -> u64;
 }
 
-struct Buffered<R: BufRead>(Reader<R>);
+/// Counts the bytes consumed from a stream, by quick-xml or by the raw
+/// readers, for error positions.
+struct Counting<R> {
+    inner: R,
+    consumed: u64,
+}
 
-impl<R: BufRead> EventSource for Buffered<R> {
+impl<R: std::io::Read> std::io::Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.consumed += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Counting<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, n: usize) {
+        self.consumed += n as u64;
+        self.inner.consume(n);
+    }
+}
+
+struct Buffered<R: BufRead>(Reader<Counting<R>>);
+
+impl<R: BufRead> EventSource<'_> for Buffered<R> {
     fn next_event<'s>(&'s mut self, buf: &'s mut Vec<u8>) -> quick_xml::Result<Event<'s>> {
         buf.clear();
         self.0.read_event_into(buf)
@@ -288,21 +321,203 @@ impl<R: BufRead> EventSource for Buffered<R> {
         self.0.get_mut()
     }
     fn error_position(&self) -> u64 {
-        self.0.error_position()
+        // quick-xml's own counters miss what the raw readers consumed.
+        let behind = self.0.buffer_position() - self.0.error_position();
+        self.0.get_ref().consumed.saturating_sub(behind)
     }
 }
 
-struct Sliced<'a>(Reader<&'a [u8]>);
+/// A document in memory; `offset` is where the slice starts in its file.
+struct Sliced<'a> {
+    reader: Reader<&'a [u8]>,
+    len: usize,
+    offset: u64,
+}
 
-impl<'a> EventSource for Sliced<'a> {
+impl<'a> Sliced<'a> {
+    fn new(input: &'a [u8], offset: u64) -> Self {
+        let mut reader = Reader::from_reader(input);
+        configure(&mut reader);
+        Sliced {
+            reader,
+            len: input.len(),
+            offset,
+        }
+    }
+}
+
+impl<'a> EventSource<'a> for Sliced<'a> {
     fn next_event<'s>(&'s mut self, _buf: &'s mut Vec<u8>) -> quick_xml::Result<Event<'s>> {
-        self.0.read_event()
+        self.reader.read_event()
+    }
+    fn rest(&self) -> Option<&'a [u8]> {
+        Some(self.reader.get_ref())
     }
     fn raw(&mut self) -> &mut dyn BufRead {
-        self.0.get_mut()
+        self.reader.get_mut()
     }
     fn error_position(&self) -> u64 {
-        self.0.error_position()
+        let here = (self.len - self.reader.get_ref().len()) as u64;
+        let behind = self.reader.buffer_position() - self.reader.error_position();
+        self.offset + here.saturating_sub(behind)
+    }
+}
+
+/// A `<frame>` or `<sframe>` whose parse is in progress and may be cached.
+struct Pending<'a> {
+    tag: Tag,
+    key: &'a [u8],
+    /// Unread input length right after its end tag.
+    rest_after: usize,
+}
+
+/// Frames repeat: the torch corpus has 2.4 million `<frame>` elements and
+/// about 7,000 distinct ones (the `<sframe>`s of generated suppressions
+/// likewise). When the input is in memory, an element's bytes up to its end
+/// tag are the key; an element seen before is taken from the cache and
+/// skipped unread. An element is cached only after a normal parse consumed
+/// exactly those bytes and saw nothing but its plain leaf children, so a hit
+/// yields what parsing the same bytes would.
+struct ElementCache<'a> {
+    frames: HashMap<&'a [u8], Frame>,
+    sframes: HashMap<&'a [u8], (bool, Sym)>,
+    frame_close: memchr::memmem::Finder<'static>,
+    sframe_close: memchr::memmem::Finder<'static>,
+    pending: Option<Pending<'a>>,
+}
+
+/// Bounds the cache on hostile input (keys borrow the input; values are a
+/// few reference-counted names).
+const CACHE_MAX: usize = 1 << 16;
+
+impl<'a> ElementCache<'a> {
+    fn new() -> Self {
+        ElementCache {
+            frames: HashMap::default(),
+            sframes: HashMap::default(),
+            frame_close: memchr::memmem::Finder::new(b"</frame>"),
+            sframe_close: memchr::memmem::Finder::new(b"</sframe>"),
+            pending: None,
+        }
+    }
+
+    /// Called at every start tag, before it is handled.
+    fn on_start(&mut self, tag: Tag, plain: bool) {
+        if let Some(p) = &self.pending {
+            let leaf = match p.tag {
+                Tag::Frame => matches!(
+                    tag,
+                    Tag::Ip | Tag::Obj | Tag::Fn | Tag::Dir | Tag::File | Tag::Line
+                ),
+                _ => matches!(tag, Tag::Fun | Tag::Obj),
+            };
+            if !(plain && leaf) {
+                self.pending = None;
+            }
+        }
+    }
+
+    /// At the start tag of a `<frame>` in a record's `<stack>` or an
+    /// `<sframe>` in its `<suppression>`: when the element is cached, adds
+    /// it (and the cached siblings that directly follow it) to the record and
+    /// returns the number of bytes to skip.
+    fn lookup(
+        &mut self,
+        tag: Tag,
+        parent: Option<Tag>,
+        rest: &'a [u8],
+        ctx: &mut Ctx,
+    ) -> Option<usize> {
+        let b = ctx.builder.as_mut()?;
+        let (is_frame, open, close_len): (bool, &[u8], usize) = match (tag, parent) {
+            (Tag::Frame, Some(Tag::Stack)) => (true, b"<frame>", 8),
+            (Tag::Sframe, Some(Tag::Suppression)) if b.supp.is_some() => (false, b"<sframe>", 9),
+            _ => return None,
+        };
+        let finder = if is_frame {
+            &self.frame_close
+        } else {
+            &self.sframe_close
+        };
+        let p = finder.find(rest)?;
+        let key = &rest[..p];
+        if !self.push_cached(is_frame, key, b) {
+            self.pending = Some(Pending {
+                tag,
+                key,
+                rest_after: rest.len() - p - close_len,
+            });
+            return None;
+        }
+        let mut n = p + close_len;
+        // Runs of cached siblings are taken without the tokenizer (the
+        // whitespace between them is text nobody reads).
+        loop {
+            let r = &rest[n..];
+            let ws = r
+                .iter()
+                .position(|c| !c.is_ascii_whitespace())
+                .unwrap_or(r.len());
+            let Some(body) = r[ws..].strip_prefix(open) else {
+                break;
+            };
+            let finder = if is_frame {
+                &self.frame_close
+            } else {
+                &self.sframe_close
+            };
+            let Some(p) = finder.find(body) else { break };
+            if !self.push_cached(is_frame, &body[..p], b) {
+                break;
+            }
+            n += ws + open.len() + p + close_len;
+        }
+        Some(n)
+    }
+
+    /// Adds the cached element with these bytes to the record, if cached.
+    fn push_cached(&self, is_frame: bool, key: &[u8], b: &mut Builder) -> bool {
+        if is_frame {
+            match self.frames.get(key) {
+                Some(f) => {
+                    b.cur_stack.push(f.clone());
+                    true
+                }
+                None => false,
+            }
+        } else {
+            match (self.sframes.get(key), b.supp.as_mut()) {
+                (Some(f), Some(s)) => {
+                    s.frames.push(f.clone());
+                    true
+                }
+                _ => false,
+            }
+        }
+    }
+
+    /// Called after an end tag was handled, with the unread input length.
+    fn on_end(&mut self, tag: Tag, rest_len: Option<usize>, ctx: &Ctx) {
+        let Some(p) = self.pending.take_if(|p| p.tag == tag) else {
+            return;
+        };
+        if rest_len != Some(p.rest_after) {
+            return;
+        }
+        let Some(b) = ctx.builder.as_ref() else {
+            return;
+        };
+        if tag == Tag::Frame {
+            if let Some(f) = b.cur_stack.last()
+                && self.frames.len() < CACHE_MAX
+            {
+                self.frames.insert(p.key, f.clone());
+            }
+        } else if let Some(f) = b.supp.as_ref().and_then(|s| s.frames.last())
+            && self.sframes.len() < CACHE_MAX
+        {
+            self.sframes.insert(p.key, f.clone());
+        }
     }
 }
 
@@ -323,10 +538,8 @@ pub fn parse_slice(
     interner: &mut Interner,
     sink: &mut dyn FnMut(Record, &ProcessInfo),
 ) -> Result<FileSummary, InputError> {
-    let mut reader = Reader::from_reader(input);
-    configure(&mut reader);
     let mut sum = parse_events(
-        &mut Sliced(reader),
+        &mut Sliced::new(input, 0),
         path,
         process_index,
         interner,
@@ -337,22 +550,22 @@ pub fn parse_slice(
     Ok(sum)
 }
 
-/// Parses a chunk of a document: the start of it (`header` None), or a piece
+/// Parses a chunk of a document, which starts at byte `offset` of its file
+/// (for error positions): the start of it (`header` None), or a piece
 /// that starts at an `<error>` line inside `<valgrindoutput>`, whose header
 /// (pid, options, ...) is `header`. The summary is not finalised: the caller
 /// combines the chunks of one file.
 pub fn parse_chunk(
     input: &[u8],
+    offset: u64,
     header: Option<&ProcessInfo>,
     path: &Path,
     process_index: usize,
     interner: &mut Interner,
     sink: &mut dyn FnMut(Record, &ProcessInfo),
 ) -> Result<FileSummary, InputError> {
-    let mut reader = Reader::from_reader(input);
-    configure(&mut reader);
     parse_events(
-        &mut Sliced(reader),
+        &mut Sliced::new(input, offset),
         path,
         process_index,
         interner,
@@ -374,7 +587,10 @@ pub fn parse_stream<R: BufRead>(
     interner: &mut Interner,
     sink: &mut dyn FnMut(Record, &ProcessInfo),
 ) -> Result<FileSummary, InputError> {
-    let mut reader = Reader::from_reader(input);
+    let mut reader = Reader::from_reader(Counting {
+        inner: input,
+        consumed: 0,
+    });
     configure(&mut reader);
     let mut sum = parse_events(
         &mut Buffered(reader),
@@ -388,7 +604,7 @@ pub fn parse_stream<R: BufRead>(
     Ok(sum)
 }
 
-fn parse_events<S: EventSource>(
+fn parse_events<'a, S: EventSource<'a>>(
     reader: &mut S,
     path: &Path,
     process_index: usize,
@@ -426,6 +642,7 @@ fn parse_events<S: EventSource>(
     };
     let mut incomplete: Option<String> = None;
     let mut want_text = false;
+    let mut cache = ElementCache::new();
     loop {
         let ev = match reader.next_event(&mut buf) {
             Ok(ev) => ev,
@@ -440,13 +657,18 @@ fn parse_events<S: EventSource>(
                         err: std::io::Error::new(io.kind(), io.to_string()),
                     });
                 }
-                incomplete = Some(format!(
-                    "malformed XML at byte {pos}: {e}; {} records before it were read",
-                    ctx.records
-                ));
+                incomplete = Some(format!("malformed XML at byte {pos}: {e}"));
                 break;
             }
         };
+        if cache.pending.is_some()
+            && !matches!(
+                ev,
+                Event::Start(_) | Event::End(_) | Event::Text(_) | Event::GeneralRef(_)
+            )
+        {
+            cache.pending = None;
+        }
         match ev {
             Event::Start(s) => {
                 let name = s.name();
@@ -464,6 +686,13 @@ fn parse_events<S: EventSource>(
                 let name_is_rawtext = name == b"rawtext";
                 let tag = tag_of(name);
                 drop(s);
+                cache.on_start(tag, raw.is_none());
+                if let Some(rest) = reader.rest()
+                    && let Some(n) = cache.lookup(tag, stack.last().copied(), rest, &mut ctx)
+                {
+                    reader.raw().consume(n);
+                    continue;
+                }
                 // Skipped unread: the duplicate of the record's generated
                 // suppression that Valgrind prints after each `</error>`
                 // (§1.5.7), and the suppression's `<rawtext>` (its frames
@@ -517,6 +746,9 @@ fn parse_events<S: EventSource>(
             Event::End(_) => {
                 let Some(tag) = stack.pop() else { continue };
                 ctx.end(tag, &stack, &text);
+                if cache.pending.is_some() {
+                    cache.on_end(tag, reader.rest().map(<[u8]>::len), &ctx);
+                }
                 text.clear();
                 want_text = false;
                 if let Some(mut rec) = ctx.done.take() {
@@ -853,5 +1085,72 @@ impl Ctx<'_> {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records (as Debug text) from the cached in-memory path and the
+    /// uncached stream path.
+    fn both(xml: &[u8]) -> (Vec<String>, Vec<String>) {
+        let path = Path::new("t.xml");
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        parse_slice(xml, path, 0, &mut Interner::default(), &mut |r, _| {
+            a.push(format!("{r:?}"))
+        })
+        .unwrap();
+        parse_stream(xml, path, 0, &mut Interner::default(), &mut |r, _| {
+            b.push(format!("{r:?}"))
+        })
+        .unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn element_cache_gives_what_parsing_gives() {
+        for f in ["leak_kinds.xml", "mem_errors.xml"] {
+            let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/recorded")
+                .join(f);
+            let xml = std::fs::read(&p).unwrap();
+            let (a, b) = both(&xml);
+            assert!(!a.is_empty());
+            assert_eq!(a, b, "{f}");
+        }
+    }
+
+    #[test]
+    fn element_cache_is_not_fooled_by_odd_frames() {
+        // The same odd frames twice: a comment hiding `</frame>`, CDATA, an
+        // entity, an unknown child, a frame with a thread name inside.
+        let frames = "<frame><!-- </frame> --><ip>0x1</ip><fn>a</fn></frame>\n\
+             <frame><ip>0x2</ip><fn><![CDATA[b</frame>]]></fn></frame>\n\
+             <frame><ip>0x3</ip><fn>c&amp;d</fn></frame>\n\
+             <frame><ip>0x4</ip><zz>x</zz><fn>e</fn></frame>\n\
+             <frame><ip>0x5</ip><threadname>t</frame></threadname><fn>f</fn></frame>\n\
+             <frame><ip>0x6</ip><fn>g</fn></frame>\n";
+        let rec = |n: u32| {
+            format!(
+                "<error>\n<unique>0x{n}</unique><tid>1</tid><kind>Leak_DefinitelyLost</kind>\
+                 <xwhat><text>x</text><leakedbytes>8</leakedbytes><leakedblocks>1</leakedblocks></xwhat>\
+                 <stack>{frames}{frames}</stack>\
+                 <suppression><sname>s</sname><skind>Memcheck:Leak</skind>\
+                 <sframe> <fun>a</fun> </sframe><sframe><!-- </sframe> --><fun>b</fun></sframe>\
+                 <sframe> <fun>a</fun> </sframe></suppression>\n</error>\n"
+            )
+        };
+        let xml = format!(
+            "<?xml version=\"1.0\"?>\n<valgrindoutput>\n<protocolversion>4</protocolversion>\
+             <pid>1</pid>\n{}{}{}</valgrindoutput>\n",
+            rec(1),
+            rec(2),
+            rec(3)
+        );
+        let (a, b) = both(xml.as_bytes());
+        assert_eq!(a.len(), 3);
+        assert_eq!(a, b);
     }
 }
