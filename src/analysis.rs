@@ -73,6 +73,13 @@ struct Acc {
     per_pid: std::collections::BTreeMap<u64, FindingProcess>,
 }
 
+/// Adds `n` to a byte or block total: numbers from the XML may be as large
+/// as `u64::MAX` (a hostile report), so sums saturate instead of wrapping.
+fn add_to(total: &mut Option<u64>, n: u64) {
+    let t = total.get_or_insert(0);
+    *t = t.saturating_add(n);
+}
+
 /// Adds one record's share to its pid's entry.
 fn add_per_pid(acc: &mut Acc, rec: &Record) {
     let Some(pid) = rec.pid else { return };
@@ -81,11 +88,11 @@ fn add_per_pid(acc: &mut Acc, rec: &Record) {
         ..FindingProcess::default()
     });
     e.records += 1;
-    e.count += 1;
+    e.count = e.count.saturating_add(1);
     if rec.is_leak() {
-        *e.bytes.get_or_insert(0) += rec.leaked_bytes.unwrap_or(0);
-        *e.blocks.get_or_insert(0) += rec.leaked_blocks.unwrap_or(0);
-        *e.direct_bytes.get_or_insert(0) += direct_bytes(rec);
+        add_to(&mut e.bytes, rec.leaked_bytes.unwrap_or(0));
+        add_to(&mut e.blocks, rec.leaked_blocks.unwrap_or(0));
+        add_to(&mut e.direct_bytes, direct_bytes(rec));
     }
 }
 
@@ -249,13 +256,11 @@ impl Aggregator {
             Some(&i) => {
                 let acc = &mut self.accs[i];
                 acc.finding.records += 1;
+                acc.finding.count = acc.finding.count.saturating_add(1);
                 if rec.is_leak() {
-                    acc.finding.count += 1;
-                    *acc.finding.bytes.get_or_insert(0) += rec.leaked_bytes.unwrap_or(0);
-                    *acc.finding.blocks.get_or_insert(0) += rec.leaked_blocks.unwrap_or(0);
-                    *acc.finding.direct_bytes.get_or_insert(0) += direct_bytes(&rec);
-                } else {
-                    acc.finding.count += 1;
+                    add_to(&mut acc.finding.bytes, rec.leaked_bytes.unwrap_or(0));
+                    add_to(&mut acc.finding.blocks, rec.leaked_blocks.unwrap_or(0));
+                    add_to(&mut acc.finding.direct_bytes, direct_bytes(&rec));
                 }
                 i
             }
@@ -289,9 +294,10 @@ impl Aggregator {
             if let Some(&(i, pid)) = self.err_index.get(&(process, *u))
                 && *c > 1
             {
-                self.accs[i].finding.count += c - 1;
+                let f = &mut self.accs[i].finding;
+                f.count = f.count.saturating_add(c - 1);
                 if let Some(e) = pid.and_then(|p| self.accs[i].per_pid.get_mut(&p)) {
-                    e.count += c - 1;
+                    e.count = e.count.saturating_add(c - 1);
                 }
             }
         }
@@ -307,14 +313,14 @@ impl Aggregator {
                     let mine = &mut self.accs[i];
                     let (a, b) = (&mut mine.finding, &acc.finding);
                     a.records += b.records;
-                    a.count += b.count;
+                    a.count = a.count.saturating_add(b.count);
                     for (x, y) in [
                         (&mut a.bytes, b.bytes),
                         (&mut a.blocks, b.blocks),
                         (&mut a.direct_bytes, b.direct_bytes),
                     ] {
                         if let Some(y) = y {
-                            *x.get_or_insert(0) += y;
+                            add_to(x, y);
                         }
                     }
                     mine.pids.extend(acc.pids);
@@ -322,14 +328,14 @@ impl Aggregator {
                         match mine.per_pid.get_mut(&pid) {
                             Some(m) => {
                                 m.records += e.records;
-                                m.count += e.count;
+                                m.count = m.count.saturating_add(e.count);
                                 for (x, y) in [
                                     (&mut m.bytes, e.bytes),
                                     (&mut m.blocks, e.blocks),
                                     (&mut m.direct_bytes, e.direct_bytes),
                                 ] {
                                     if let Some(y) = y {
-                                        *x.get_or_insert(0) += y;
+                                        add_to(x, y);
                                     }
                                 }
                             }
@@ -420,8 +426,8 @@ impl Aggregator {
                 };
                 match bb {
                     Some(bb) => {
-                        bb.bytes += f.direct_bytes.unwrap_or(0);
-                        bb.blocks += f.blocks.unwrap_or(0);
+                        bb.bytes = bb.bytes.saturating_add(f.direct_bytes.unwrap_or(0));
+                        bb.blocks = bb.blocks.saturating_add(f.blocks.unwrap_or(0));
                     }
                     None => summary.user.errors += 1,
                 }
@@ -434,18 +440,10 @@ impl Aggregator {
                 summary.noise.findings += 1;
                 let label = f.source.clone().unwrap_or_default();
                 *summary.noise.by_source.entry(label.clone()).or_default() += f.records;
-                *summary.noise.bytes_by_source.entry(label).or_default() += f.bytes.unwrap_or(0);
+                let b = summary.noise.bytes_by_source.entry(label).or_default();
+                *b = b.saturating_add(f.bytes.unwrap_or(0));
                 *summary.noise.by_kind.entry(kind).or_default() += f.records;
             }
-        }
-        // Conservation: every record read is in a finding or was suppressed.
-        let accounted: u64 =
-            findings.iter().map(|f| f.records).sum::<u64>() + summary.suppressed.records;
-        if accounted != summary.records {
-            eprintln!(
-                "leakgate: internal error: {} records read but {} accounted for; please report this bug",
-                summary.records, accounted
-            );
         }
         findings.sort_by(|a, b| {
             (
@@ -470,6 +468,44 @@ impl Aggregator {
             timings: self.timings,
         }
     }
+}
+
+/// The conservation law of every analysis: the records the parser read all
+/// reached the analysis (Σ `processes[].records` = `summary.records` =
+/// Σ `records_by_kind`), and each is in exactly one finding or was
+/// suppressed (`summary.records` = Σ `findings[].records` +
+/// `suppressed.records`). `None` when it holds; otherwise what is off —
+/// a bug in leakgate, reported loudly (exit 5), never silently.
+pub fn conservation_error(summary: &Summary, findings: &[Finding], parsed: u64) -> Option<String> {
+    let mut off = Vec::new();
+    if parsed != summary.records {
+        off.push(format!(
+            "the XML held {parsed} records but {} were analysed",
+            summary.records
+        ));
+    }
+    let by_kind = summary.records_by_kind.values().sum::<u64>();
+    if by_kind != summary.records {
+        off.push(format!(
+            "{} records read but {by_kind} counted by kind",
+            summary.records
+        ));
+    }
+    let in_findings = findings.iter().map(|f| f.records).sum::<u64>();
+    let accounted = in_findings + summary.suppressed.records;
+    if accounted != summary.records {
+        off.push(format!(
+            "{} records read but {accounted} accounted for ({in_findings} in findings + {} suppressed)",
+            summary.records, summary.suppressed.records
+        ));
+    }
+    (!off.is_empty()).then(|| format!("records are not conserved: {}", off.join("; ")))
+}
+
+/// [`conservation_error`] for a finished analysis.
+pub fn check_conservation(a: &Analysis) -> Option<String> {
+    let parsed = a.processes.iter().map(|p| p.records).sum();
+    conservation_error(&a.summary, &a.findings, parsed)
 }
 
 /// Sort rank: errors and definite leaks first, reachable last.
@@ -596,6 +632,24 @@ fn direct_bytes(rec: &Record) -> u64 {
     }
 }
 
+/// Source files larger than this are not read for their lines.
+const SOURCE_MAX: u64 = 16 << 20;
+
+/// A source file's bytes, if it is a regular file of a sane size: a path
+/// from a hostile report (`/dev/zero`, a FIFO, `/proc/kcore`) must not make
+/// leakgate read forever or block.
+fn read_source(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() || meta.len() > SOURCE_MAX {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(SOURCE_MAX).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
 /// Reads source lines, caching each file's content once.
 #[derive(Default)]
 struct SourceLines {
@@ -605,7 +659,7 @@ struct SourceLines {
 impl SourceLines {
     fn get(&mut self, path: &Path, line: u32) -> Option<String> {
         let content = self.files.entry(path.to_path_buf()).or_insert_with(|| {
-            let bytes = std::fs::read(path).ok()?;
+            let bytes = read_source(path)?;
             Some(
                 String::from_utf8_lossy(&bytes)
                     .lines()
@@ -690,6 +744,30 @@ fn next_error_line(file: &std::fs::File, from: u64, len: u64) -> std::io::Result
 struct Unit {
     file: usize,
     range: Option<(usize, usize)>,
+    /// The range is too large to hold at once (no `<error>` line to cut it
+    /// at, e.g. a file on one line): read it as a stream.
+    stream: bool,
+}
+
+/// Reads a byte range of a file (positional reads: the ranges of one file
+/// are read by several workers at once).
+struct RangeReader<'f> {
+    file: &'f std::fs::File,
+    pos: u64,
+    end: u64,
+}
+
+impl std::io::Read for RangeReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::os::unix::fs::FileExt;
+        let want = buf.len().min((self.end - self.pos) as usize);
+        if want == 0 {
+            return Ok(0);
+        }
+        let n = self.file.read_at(&mut buf[..want], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
 }
 
 /// An opened input shared by the units that read it.
@@ -776,13 +854,17 @@ pub fn analyze_files_observed(
         });
     }
     // Plan the units; chunked files get their header read first.
+    // A piece larger than this has no `<error>` line to cut it at (a file
+    // on one line, a 1 GB line): it is read as a stream, never held whole.
+    let too_big = chunk.saturating_mul(8);
     let mut units = Vec::new();
     let mut headers: Vec<Option<ProcessInfo>> = vec![None; files.len()];
-    for (i, input) in inputs.iter().enumerate() {
-        let Slot::Chunked(file) = input else {
+    for i in 0..inputs.len() {
+        let Slot::Chunked(file) = &inputs[i] else {
             units.push(Unit {
                 file: i,
                 range: None,
+                stream: false,
             });
             continue;
         };
@@ -791,11 +873,29 @@ pub fn analyze_files_observed(
             err: e,
         };
         let len = file.metadata().map_err(io)?.len();
-        let first = next_error_line(file, 0, len).map_err(io)?;
-        let head_bytes = read_at(file, 0, first as usize).map_err(io)?;
+        let first = next_error_line(file, 0, len.min(too_big + 1)).map_err(io)?;
+        if first > too_big {
+            // No `<error>` line near the start: not cut into chunks.
+            let mut f = file.try_clone().map_err(io)?;
+            std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(0)).map_err(io)?;
+            inputs[i] = Slot::Stream(std::sync::Mutex::new(Some(Box::new(
+                std::io::BufReader::with_capacity(256 * 1024, f),
+            ))));
+            units.push(Unit {
+                file: i,
+                range: None,
+                stream: false,
+            });
+            continue;
+        }
+        let head_bytes = std::io::BufReader::new(RangeReader {
+            file,
+            pos: 0,
+            end: first,
+        });
         let mut scratch = Interner::default();
-        let mut head = parse::parse_chunk(
-            &head_bytes,
+        let mut head = parse::parse_chunk_stream(
+            head_bytes,
             0,
             None,
             &files[i],
@@ -816,6 +916,7 @@ pub fn analyze_files_observed(
             units.push(Unit {
                 file: i,
                 range: Some((start as usize, end as usize)),
+                stream: end - start > too_big,
             });
             start = end;
         }
@@ -964,6 +1065,25 @@ fn run_unit(
             } else {
                 headers[unit.file].as_ref()
             };
+            if unit.stream {
+                let r = RangeReader {
+                    file: f,
+                    pos: start as u64,
+                    end: end as u64,
+                };
+                let r = std::io::BufReader::with_capacity(256 * 1024, r);
+                let sum = parse::parse_chunk_stream(
+                    r,
+                    start as u64,
+                    header,
+                    file,
+                    pidx,
+                    interner,
+                    &mut sink,
+                )?;
+                agg.processes = unit.file + 1;
+                return Ok(UnitOut { agg, sum });
+            }
             let buf = map_at(f, start as u64, end - start).map_err(|e| InputError::Io {
                 path: file.clone(),
                 err: e,

@@ -350,6 +350,12 @@ fn build_report(
             analysis.summary.suppressed.undecidable
         ));
     }
+    // LEAKGATE_TEST_MISCOUNT (tests only) breaks the accounting on purpose,
+    // to show that a mismatch is never silent.
+    if std::env::var_os("LEAKGATE_TEST_MISCOUNT").is_some() {
+        analysis.summary.records += 1;
+    }
+    let accounting = analysis::check_conservation(&analysis);
     let processes = analysis::processes_out(&analysis.processes);
     let protocol = analysis.processes.iter().filter_map(|p| p.protocol).max();
     for p in &analysis.processes {
@@ -370,13 +376,21 @@ fn build_report(
             ));
         }
     }
-    let verdict = gate::verdict(
+    let mut verdict = gate::verdict(
         policy,
         &analysis.findings,
         &processes,
         target_exit.as_ref(),
         problems,
     );
+    if let Some(what) = &accounting {
+        eprintln!(
+            "leakgate: internal error: {what}; the report cannot be trusted (exit {}), please report this bug",
+            gate::EXIT_INTERNAL
+        );
+        notes.push(format!("internal error: {what}"));
+        gate::internal_error(&mut verdict, what);
+    }
     Report {
         schema_version: SCHEMA_VERSION,
         tool: ToolInfo {

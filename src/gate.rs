@@ -3,8 +3,9 @@
 //!
 //! Exit codes (README.md "Exit codes"): 0 passed; 1 gate failed; 2 usage,
 //! configuration or input error (decided before this stage); 3 incomplete;
-//! 4 the target exited non-zero and nothing else failed. When several apply:
-//! 1, then 3, then 4.
+//! 4 the target exited non-zero and nothing else failed; 5 internal error
+//! (records not conserved, see `analysis::conservation_error`). When several
+//! apply: 5, then 1, then 3, then 4.
 
 use crate::model::ExitStatus;
 use crate::policy::FailOn;
@@ -15,6 +16,9 @@ pub const EXIT_FAIL: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 pub const EXIT_INCOMPLETE: i32 = 3;
 pub const EXIT_TARGET: i32 = 4;
+/// leakgate's own accounting does not add up (a bug): the report cannot be
+/// trusted. Comes before 1, 3 and 4.
+pub const EXIT_INTERNAL: i32 = 5;
 
 /// How many findings a reason names before "and N more".
 const SITES_NAMED: usize = 5;
@@ -136,6 +140,16 @@ fn count_by_kind(fs: &[&Finding]) -> String {
         .join(", ")
 }
 
+/// Turns `verdict` into an internal error (exit 5): `what` is why leakgate's
+/// own result cannot be trusted. The other reasons are kept after it.
+pub fn internal_error(verdict: &mut Verdict, what: &str) {
+    verdict
+        .reasons
+        .insert(0, format!("internal error (a bug in leakgate): {what}"));
+    verdict.exit_code = EXIT_INTERNAL;
+    verdict.status = "error".into();
+}
+
 /// Incompleteness reasons: `problems` found outside the XML, then every
 /// process whose XML is incomplete.
 fn incomplete_reasons(processes: &[ProcessOut], problems: &[String]) -> Vec<String> {
@@ -200,7 +214,9 @@ pub fn verdict(
                 ));
                 code = EXIT_FAIL;
             }
-            let total: u64 = leaks.iter().map(|f| leaked_bytes(f)).sum();
+            let total: u64 = leaks
+                .iter()
+                .fold(0u64, |t, f| t.saturating_add(leaked_bytes(f)));
             if total > max {
                 reasons.push(format!(
                     "--max-leaked-bytes {max}: {} leaked in your code by {} ({}), more than {max}: {}",
@@ -267,7 +283,9 @@ pub fn notes(
             .iter()
             .filter(|f| policy.gates(f) && f.is_leak())
             .collect();
-        let total: u64 = leaks.iter().map(|f| leaked_bytes(f)).sum();
+        let total: u64 = leaks
+            .iter()
+            .fold(0u64, |t, f| t.saturating_add(leaked_bytes(f)));
         if !leaks.is_empty() && total <= max {
             notes.push(format!(
                 "{} leaked in your code by {}, within --max-leaked-bytes {max}",

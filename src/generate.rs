@@ -1156,6 +1156,7 @@ pub fn cmd_suppress(a: SuppressArgs) -> anyhow::Result<i32> {
         &HashMap::new(),
         Some(obs),
     )?;
+    let accounting = crate::analysis::check_conservation(&analysis);
     drop(analysis);
     let generated = Generator::unshare(g).finish(&taken);
     let head = header(&generated, &invocation(), &kinds);
@@ -1180,6 +1181,10 @@ pub fn cmd_suppress(a: SuppressArgs) -> anyhow::Result<i32> {
         &generated,
         &dest.map_or("standard output".into(), |d| d.display().to_string()),
     );
+    if let Some(what) = accounting {
+        eprintln!("leakgate: internal error: {what}; please report this bug");
+        return Ok(crate::gate::EXIT_INTERNAL);
+    }
     Ok(0)
 }
 

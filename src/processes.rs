@@ -13,6 +13,7 @@
 //! stops at the exec without FINISHED or a closing tag; nothing is missing.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 
 use crate::analysis::Analysis;
 use crate::model::ProcessInfo;
@@ -46,9 +47,32 @@ fn has_status(file: &str) -> bool {
     if file.ends_with(".zst") {
         return true;
     }
-    std::fs::read(file)
-        .map(|b| memchr::memmem::find(&b, b"<status>").is_some())
-        .unwrap_or(true)
+    contains(Path::new(file), b"<status>").unwrap_or(true)
+}
+
+/// Whether the file holds `needle`, read a piece at a time (the file can be
+/// as large as a report gets).
+fn contains(path: &Path, needle: &[u8]) -> std::io::Result<bool> {
+    use std::io::Read;
+    let finder = memchr::memmem::Finder::new(needle);
+    let mut f = std::fs::File::open(path)?;
+    let keep = needle.len() - 1;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut have = 0;
+    loop {
+        let n = f.read(&mut buf[have..])?;
+        if n == 0 {
+            return Ok(false);
+        }
+        have += n;
+        if finder.find(&buf[..have]).is_some() {
+            return Ok(true);
+        }
+        // Keep the tail: the needle may straddle two reads.
+        let from = have.saturating_sub(keep);
+        buf.copy_within(from..have, 0);
+        have -= from;
+    }
 }
 
 /// Marks pre-exec parts and fork children.
@@ -204,8 +228,8 @@ pub fn resummarize(summary: &mut Summary, findings: &[Finding]) {
             };
             match bb {
                 Some(bb) => {
-                    bb.bytes += f.direct_bytes.unwrap_or(0);
-                    bb.blocks += f.blocks.unwrap_or(0);
+                    bb.bytes = bb.bytes.saturating_add(f.direct_bytes.unwrap_or(0));
+                    bb.blocks = bb.blocks.saturating_add(f.blocks.unwrap_or(0));
                 }
                 None => u.errors += 1,
             }
@@ -214,7 +238,8 @@ pub fn resummarize(summary: &mut Summary, findings: &[Finding]) {
             n.findings += 1;
             let label = f.source.clone().unwrap_or_default();
             *n.by_source.entry(label.clone()).or_default() += f.records;
-            *n.bytes_by_source.entry(label).or_default() += f.bytes.unwrap_or(0);
+            let b = n.bytes_by_source.entry(label).or_default();
+            *b = b.saturating_add(f.bytes.unwrap_or(0));
             *n.by_kind.entry(f.kind.clone()).or_default() += f.records;
         }
     }

@@ -13,4 +13,7 @@ mod input;
 mod reader;
 
 pub use input::{Input, InputError, open_input};
-pub use reader::{FileSummary, Interner, parse_chunk, parse_num, parse_slice, parse_stream};
+pub use reader::{
+    FileSummary, Interner, MAX_DEPTH, MAX_TOKEN, parse_chunk, parse_chunk_stream, parse_count,
+    parse_num, parse_slice, parse_stream,
+};

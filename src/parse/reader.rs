@@ -204,12 +204,29 @@ fn wants_text(tag: Tag) -> bool {
     )
 }
 
+/// One element's text is bounded: a hostile report (a 1 GB line) must not
+/// make memory grow with it. Real texts are far below this; longer ones are
+/// cut.
+const MAX_TEXT: usize = 1 << 20;
+
+/// The longest single XML token (a text run, a tag, a comment) read: a
+/// stream reader buffers one token, so a longer one (a 1 GB line of text)
+/// ends the document as malformed rather than filling memory. Valgrind's
+/// tokens are a few KB at most.
+pub const MAX_TOKEN: usize = 64 << 20;
+
+/// Elements nested deeper than this end the document as malformed (Valgrind
+/// nests 5 levels; the XML library keeps one entry per open element).
+pub const MAX_DEPTH: usize = 1000;
+
+/// After this many elements read past without the XML library seeing their
+/// end tag (raw text, skipped blocks, cached frames; each leaves an entry on
+/// the library's open-element stack), the library's state is renewed.
+const RENEW_AFTER: u32 = 4096;
+
 /// Appends bytes as UTF-8, replacing invalid sequences (Valgrind writes names
 /// byte for byte); the common, valid case takes the fast path.
 fn push_lossy(out: &mut String, bytes: &[u8]) {
-    // One element's text is bounded: a hostile report (a 1 GB line) must
-    // not make memory grow with it. Real texts are far below this.
-    const MAX_TEXT: usize = 1 << 20;
     if out.len() >= MAX_TEXT {
         return;
     }
@@ -241,6 +258,24 @@ pub fn parse_num(s: &str) -> Option<u64> {
         return t.parse().ok();
     }
     s.parse().ok()
+}
+
+/// [`parse_num`] for byte and block counts: a decimal number too large for
+/// 64 bits is read as `u64::MAX` (sums saturate there too) rather than lost.
+pub fn parse_count(s: &str) -> Option<u64> {
+    parse_num(s).or_else(|| {
+        let t = s.trim();
+        (!t.is_empty()
+            && t.bytes().all(|c| c.is_ascii_digit() || c == b',')
+            && t.bytes().any(|c| c.is_ascii_digit()))
+        .then_some(u64::MAX)
+    })
+}
+
+/// A number that must fit in 32 bits (protocol version, line): `None` when
+/// it does not, never truncated.
+fn parse_u32(s: &str) -> Option<u32> {
+    parse_num(s).and_then(|v| u32::try_from(v).ok())
 }
 
 #[derive(Default)]
@@ -283,6 +318,12 @@ trait EventSource<'a> {
     /// The bytes after the last event, for elements read raw.
     fn raw(&mut self) -> &mut dyn BufRead;
     fn error_position(&self) -> u64;
+    /// Where a token longer than [`MAX_TOKEN`] started, when that is why
+    /// the last `next_event` failed.
+    fn token_too_long(&self) -> Option<u64>;
+    /// Starts the XML library afresh at the current position (between
+    /// events): drops its stack of open elements.
+    fn renew(&mut self);
 }
 
 /// Counts the bytes consumed from a stream, by quick-xml or by the raw
@@ -290,6 +331,12 @@ trait EventSource<'a> {
 struct Counting<R> {
     inner: R,
     consumed: u64,
+    /// `consumed` when the current event started.
+    mark: u64,
+    /// An event is being read (raw reads between events are not limited).
+    armed: bool,
+    /// The current event grew past [`MAX_TOKEN`]: where it started.
+    too_long_at: Option<u64>,
 }
 
 impl<R: std::io::Read> std::io::Read for Counting<R> {
@@ -302,6 +349,14 @@ impl<R: std::io::Read> std::io::Read for Counting<R> {
 
 impl<R: BufRead> BufRead for Counting<R> {
     fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        // quick-xml copies an event's bytes into one buffer: stop it there.
+        if self.armed && self.consumed - self.mark > MAX_TOKEN as u64 {
+            self.too_long_at = Some(self.mark);
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "XML token too long",
+            ));
+        }
         self.inner.fill_buf()
     }
     fn consume(&mut self, n: usize) {
@@ -310,20 +365,67 @@ impl<R: BufRead> BufRead for Counting<R> {
     }
 }
 
-struct Buffered<R: BufRead>(Reader<Counting<R>>);
+/// A stream; `offset` is where it starts in its file. (The reader is only
+/// taken out while it is renewed.)
+struct Buffered<R: BufRead> {
+    reader: Option<Reader<Counting<R>>>,
+    offset: u64,
+}
+
+impl<R: BufRead> Buffered<R> {
+    fn new(input: R, offset: u64) -> Self {
+        let mut reader = Reader::from_reader(Counting {
+            inner: input,
+            consumed: 0,
+            mark: 0,
+            armed: false,
+            too_long_at: None,
+        });
+        configure(&mut reader);
+        Buffered {
+            reader: Some(reader),
+            offset,
+        }
+    }
+
+    fn reader(&self) -> &Reader<Counting<R>> {
+        self.reader.as_ref().expect("reader present between events")
+    }
+
+    fn reader_mut(&mut self) -> &mut Reader<Counting<R>> {
+        self.reader.as_mut().expect("reader present between events")
+    }
+}
 
 impl<R: BufRead> EventSource<'_> for Buffered<R> {
     fn next_event<'s>(&'s mut self, buf: &'s mut Vec<u8>) -> quick_xml::Result<Event<'s>> {
         buf.clear();
-        self.0.read_event_into(buf)
+        let reader = self.reader.as_mut().expect("reader present between events");
+        let c = reader.get_mut();
+        c.mark = c.consumed;
+        c.armed = true;
+        let ev = reader.read_event_into(buf);
+        reader.get_mut().armed = false;
+        ev
     }
     fn raw(&mut self) -> &mut dyn BufRead {
-        self.0.get_mut()
+        self.reader_mut().get_mut()
     }
     fn error_position(&self) -> u64 {
         // quick-xml's own counters miss what the raw readers consumed.
-        let behind = self.0.buffer_position() - self.0.error_position();
-        self.0.get_ref().consumed.saturating_sub(behind)
+        let r = self.reader();
+        let behind = r.buffer_position() - r.error_position();
+        self.offset + r.get_ref().consumed.saturating_sub(behind)
+    }
+    fn token_too_long(&self) -> Option<u64> {
+        self.reader().get_ref().too_long_at.map(|p| self.offset + p)
+    }
+    fn renew(&mut self) {
+        if let Some(r) = self.reader.take() {
+            let mut fresh = Reader::from_reader(r.into_inner());
+            configure(&mut fresh);
+            self.reader = Some(fresh);
+        }
     }
 }
 
@@ -332,6 +434,7 @@ struct Sliced<'a> {
     reader: Reader<&'a [u8]>,
     len: usize,
     offset: u64,
+    too_long_at: Option<u64>,
 }
 
 impl<'a> Sliced<'a> {
@@ -342,13 +445,25 @@ impl<'a> Sliced<'a> {
             reader,
             len: input.len(),
             offset,
+            too_long_at: None,
         }
     }
 }
 
 impl<'a> EventSource<'a> for Sliced<'a> {
     fn next_event<'s>(&'s mut self, _buf: &'s mut Vec<u8>) -> quick_xml::Result<Event<'s>> {
-        self.reader.read_event()
+        let before = self.reader.get_ref().len();
+        let ev = self.reader.read_event()?;
+        // Nothing is copied here, but a token the stream reader would
+        // refuse is refused here too: the same file gives the same report
+        // plain or compressed.
+        if before - self.reader.get_ref().len() > MAX_TOKEN {
+            self.too_long_at = Some(self.offset + (self.len - before) as u64);
+            return Err(quick_xml::Error::Io(std::sync::Arc::new(
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "XML token too long"),
+            )));
+        }
+        Ok(ev)
     }
     fn rest(&self) -> Option<&'a [u8]> {
         Some(self.reader.get_ref())
@@ -360,6 +475,15 @@ impl<'a> EventSource<'a> for Sliced<'a> {
         let here = (self.len - self.reader.get_ref().len()) as u64;
         let behind = self.reader.buffer_position() - self.reader.error_position();
         self.offset + here.saturating_sub(behind)
+    }
+    fn token_too_long(&self) -> Option<u64> {
+        self.too_long_at
+    }
+    fn renew(&mut self) {
+        let rest: &'a [u8] = self.reader.get_ref();
+        let mut fresh = Reader::from_reader(rest);
+        configure(&mut fresh);
+        self.reader = fresh;
     }
 }
 
@@ -587,13 +711,8 @@ pub fn parse_stream<R: BufRead>(
     interner: &mut Interner,
     sink: &mut dyn FnMut(Record, &ProcessInfo),
 ) -> Result<FileSummary, InputError> {
-    let mut reader = Reader::from_reader(Counting {
-        inner: input,
-        consumed: 0,
-    });
-    configure(&mut reader);
     let mut sum = parse_events(
-        &mut Buffered(reader),
+        &mut Buffered::new(input, 0),
         path,
         process_index,
         interner,
@@ -602,6 +721,27 @@ pub fn parse_stream<R: BufRead>(
     )?;
     sum.finalize();
     Ok(sum)
+}
+
+/// [`parse_chunk`] for a chunk read as a stream (one too large to hold in
+/// memory: it has no `<error>` line to cut it at).
+pub fn parse_chunk_stream<R: BufRead>(
+    input: R,
+    offset: u64,
+    header: Option<&ProcessInfo>,
+    path: &Path,
+    process_index: usize,
+    interner: &mut Interner,
+    sink: &mut dyn FnMut(Record, &ProcessInfo),
+) -> Result<FileSummary, InputError> {
+    parse_events(
+        &mut Buffered::new(input, offset),
+        path,
+        process_index,
+        interner,
+        sink,
+        header,
+    )
 }
 
 fn parse_events<'a, S: EventSource<'a>>(
@@ -643,10 +783,23 @@ fn parse_events<'a, S: EventSource<'a>>(
     let mut incomplete: Option<String> = None;
     let mut want_text = false;
     let mut cache = ElementCache::new();
+    // Elements the XML library saw start but will not see end (see RENEW_AFTER).
+    let mut unclosed = 0u32;
     loop {
         let ev = match reader.next_event(&mut buf) {
             Ok(ev) => ev,
             Err(e) => {
+                if let Some(at) = reader.token_too_long() {
+                    let why = format!(
+                        "malformed XML at byte {at}: a text or tag longer than {} MiB",
+                        MAX_TOKEN >> 20
+                    );
+                    if !ctx.saw_root {
+                        return Err(not_valgrind(why));
+                    }
+                    incomplete = Some(why);
+                    break;
+                }
                 let pos = reader.error_position();
                 if !ctx.saw_root {
                     return Err(not_valgrind(format!("malformed XML at byte {pos}: {e}")));
@@ -691,6 +844,7 @@ fn parse_events<'a, S: EventSource<'a>>(
                     && let Some(n) = cache.lookup(tag, stack.last().copied(), rest, &mut ctx)
                 {
                     reader.raw().consume(n);
+                    renew_if_due(reader, &mut unclosed);
                     continue;
                 }
                 // Skipped unread: the duplicate of the record's generated
@@ -714,6 +868,7 @@ fn parse_events<'a, S: EventSource<'a>>(
                         ));
                         break;
                     }
+                    renew_if_due(reader, &mut unclosed);
                     continue;
                 }
                 if let Some(raw) = raw {
@@ -736,10 +891,18 @@ fn parse_events<'a, S: EventSource<'a>>(
                             break;
                         }
                     }
+                    renew_if_due(reader, &mut unclosed);
                     continue;
                 }
                 ctx.start(tag, &stack);
                 stack.push(tag);
+                if stack.len() > MAX_DEPTH {
+                    incomplete = Some(format!(
+                        "malformed XML at byte {}: elements nested deeper than {MAX_DEPTH} levels",
+                        reader.error_position()
+                    ));
+                    break;
+                }
                 text.clear();
                 want_text = wants_text(tag);
             }
@@ -772,7 +935,7 @@ fn parse_events<'a, S: EventSource<'a>>(
                 }
             }
             Event::CData(t) if want_text => push_lossy(&mut text, &t),
-            Event::GeneralRef(_) if !want_text => {}
+            Event::GeneralRef(_) if !want_text || text.len() >= MAX_TEXT => {}
             Event::GeneralRef(r) => {
                 if let Ok(Some(c)) = r.resolve_char_ref() {
                     text.push(c);
@@ -785,7 +948,7 @@ fn parse_events<'a, S: EventSource<'a>>(
                         b"apos" => text.push('\''),
                         other => {
                             text.push('&');
-                            text.push_str(&String::from_utf8_lossy(other));
+                            push_lossy(&mut text, other);
                             text.push(';');
                         }
                     }
@@ -818,6 +981,18 @@ fn parse_events<'a, S: EventSource<'a>>(
     ctx.sum.saw_finished = ctx.saw_finished;
     ctx.sum.problem = incomplete;
     Ok(ctx.sum)
+}
+
+/// Counts an element the XML library saw start but will not see end (it
+/// was read past), and starts the library afresh after [`RENEW_AFTER`] of
+/// them, so its stack of open elements stays small. Called right after such
+/// an element, where no event of the library is pending.
+fn renew_if_due<'a, S: EventSource<'a>>(reader: &mut S, unclosed: &mut u32) {
+    *unclosed += 1;
+    if *unclosed >= RENEW_AFTER {
+        reader.renew();
+        *unclosed = 0;
+    }
 }
 
 /// Reads raw bytes up to `</name>` (consumed, nothing beyond it), for
@@ -946,7 +1121,10 @@ impl Ctx<'_> {
         let in_record = self.builder.is_some();
         match (tag, parent) {
             (Tag::ProtocolVersion, Some(Tag::Root)) => {
-                self.sum.process.protocol = parse_num(text).map(|v| v as u32);
+                // A number too large is kept as "unknown to leakgate", never
+                // truncated into a known one.
+                self.sum.process.protocol =
+                    parse_count(text).map(|v| u32::try_from(v).unwrap_or(u32::MAX));
             }
             (Tag::ProtocolTool, Some(Tag::Root)) => {
                 self.sum.process.tool = Some(text.trim().to_string());
@@ -974,7 +1152,7 @@ impl Ctx<'_> {
                     .client_messages
                     .push(text.trim_end().to_string());
             }
-            (Tag::Count, Some(Tag::Pair)) => self.pair_count = parse_num(text),
+            (Tag::Count, Some(Tag::Pair)) => self.pair_count = parse_count(text),
             (Tag::Unique, Some(Tag::Pair)) => self.pair_id = parse_num(text),
             (Tag::Name, Some(Tag::Pair)) => self.pair_name = Some(text.trim().to_string()),
             (Tag::Pair, Some(Tag::ErrorCounts)) => {
@@ -1033,8 +1211,8 @@ impl Ctx<'_> {
             (Tag::FdPath, Some(Tag::Error)) => b.rec.fd_path = Some(text.trim().to_string()),
             (Tag::What, Some(Tag::Error)) => b.rec.what = text.trim().to_string(),
             (Tag::Text, Some(Tag::Xwhat)) => b.rec.what = text.trim().to_string(),
-            (Tag::LeakedBytes, Some(Tag::Xwhat)) => b.rec.leaked_bytes = parse_num(text),
-            (Tag::LeakedBlocks, Some(Tag::Xwhat)) => b.rec.leaked_blocks = parse_num(text),
+            (Tag::LeakedBytes, Some(Tag::Xwhat)) => b.rec.leaked_bytes = parse_count(text),
+            (Tag::LeakedBlocks, Some(Tag::Xwhat)) => b.rec.leaked_blocks = parse_count(text),
             (Tag::Signame, Some(Tag::FatalSignal)) => b.rec.signame = Some(text.trim().to_string()),
             (Tag::AuxWhat, Some(Tag::Error)) | (Tag::Text, Some(Tag::XauxWhat)) => {
                 b.rec.aux.push(AuxInfo {
@@ -1048,7 +1226,7 @@ impl Ctx<'_> {
             (Tag::Fn, Some(Tag::Frame)) => b.frame.func = Some(interner.intern(text.trim())),
             (Tag::Dir, Some(Tag::Frame)) => b.frame.dir = Some(interner.intern(text.trim())),
             (Tag::File, Some(Tag::Frame)) => b.frame.file = Some(interner.intern(text.trim())),
-            (Tag::Line, Some(Tag::Frame)) => b.frame.line = parse_num(text).map(|v| v as u32),
+            (Tag::Line, Some(Tag::Frame)) => b.frame.line = parse_u32(text),
             (Tag::Frame, Some(Tag::Stack)) => {
                 let f = std::mem::take(&mut b.frame);
                 b.cur_stack.push(f);

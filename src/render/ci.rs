@@ -77,7 +77,7 @@ pub fn fails(r: &Report, f: &Finding) -> bool {
                 .iter()
                 .filter(|g| g.is_leak() && is_gated(g))
                 .map(gate::leaked_bytes)
-                .sum();
+                .fold(0u64, u64::saturating_add);
             total > max
         }
     }
