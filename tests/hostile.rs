@@ -180,13 +180,13 @@ fn a_one_gigabyte_line_is_a_clear_error_in_bounded_memory() {
     let mut f = std::io::BufWriter::new(std::fs::File::create(&p).unwrap());
     write_long_line(&mut f, 1 << 30);
     f.into_inner().unwrap().sync_all().ok();
-    let (code, r, err, peak) = analyze(&[&p]);
+    // (`--fail-on none`: the user leaks around the line do not hide exit 3.)
+    let (code, r, err, peak) = analyze_env(&["--fail-on", "none"], &[&p], &[]);
     std::fs::remove_file(&p).unwrap();
     assert_eq!(code, 3, "{err}");
-    assert_eq!(
-        r["summary"]["records"], 1,
-        "the record before the line is kept"
-    );
+    // The record before the line is kept; a large file is read in pieces,
+    // so the one after it is too.
+    assert_eq!(r["summary"]["records"], 2);
     let reason = r["processes"][0]["incomplete_reason"].as_str().unwrap();
     assert!(reason.contains("longer than 64 MiB"), "{reason}");
     eprintln!("1 GiB line: peak RSS {peak} KiB");
@@ -197,7 +197,7 @@ fn a_one_gigabyte_line_is_a_clear_error_in_bounded_memory() {
     let mut enc = zstd::stream::write::Encoder::new(std::fs::File::create(&z).unwrap(), 1).unwrap();
     write_long_line(&mut enc, 100 << 20);
     enc.finish().unwrap();
-    let (code, r, err, peak) = analyze(&[&z]);
+    let (code, r, err, peak) = analyze_env(&["--fail-on", "none"], &[&z], &[]);
     assert_eq!(code, 3, "{err}");
     assert_eq!(r["summary"]["records"], 1);
     let reason = r["processes"][0]["incomplete_reason"].as_str().unwrap();
@@ -312,7 +312,11 @@ fn nul_bytes_are_text_or_malformed_never_a_crash() {
     let p = write(tmp.path(), "nul.xml", &good);
     let (code, r, err, _) = analyze(&[&p]);
     assert_eq!(code, 1, "{err}");
-    assert_eq!(findings(&r)[0]["location"]["function"], "a\u{0}b");
+    assert!(
+        findings(&r)
+            .iter()
+            .any(|f| f["location"]["function"] == "a\u{0}b")
+    );
     // NULs between and inside tags, and a file that is only NULs.
     let cases: Vec<Vec<u8>> = vec![
         good.replace("<stack>", "<st\0ack>").into_bytes(),
@@ -324,7 +328,7 @@ fn nul_bytes_are_text_or_malformed_never_a_crash() {
     for (i, c) in cases.iter().enumerate() {
         let p = write(tmp.path(), &format!("nul{i}.xml"), c);
         let (code, _, err, _) = analyze(&[&p]);
-        assert!((1..=3).contains(&code), "case {i}: exit {code}: {err}");
+        assert!((0..=3).contains(&code), "case {i}: exit {code}: {err}");
         if code == 2 {
             assert!(err.contains("not a Valgrind XML report"), "case {i}: {err}");
         }
@@ -344,7 +348,7 @@ fn deep_nesting_stops_at_a_limit() {
         }
         xml.push_str(TAIL);
         let p = write(tmp.path(), name, xml);
-        let (code, r, err, peak) = analyze(&[&p]);
+        let (code, r, err, peak) = analyze_env(&["--fail-on", "none"], &[&p], &[]);
         assert_eq!(code, 3, "{err}");
         assert_eq!(r["summary"]["records"], 1);
         let reason = r["processes"][0]["incomplete_reason"].as_str().unwrap();
