@@ -261,10 +261,17 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         target_argv[0] = real.display().to_string();
     }
     let version = valgrind_version(&valgrind);
+    // Private: the XML holds the target's command line, paths and stacks.
+    let private = || {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::Permissions::from_mode(0o700)
+    };
     let dir = tempfile::Builder::new()
         .prefix("leakgate-")
+        .permissions(private())
         .tempdir()
         .map_err(RunError::TempDir)?;
+    std::fs::set_permissions(dir.path(), private()).map_err(RunError::TempDir)?;
     // %p: one file per process; %n: a fork child's file (and the part of
     // a process before a traced exec) gets a sequence number >= 2 while
     // the post-exec Valgrind restarts at 1, so an exec does not overwrite
