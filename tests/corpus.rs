@@ -39,8 +39,12 @@ fn analyze(args: &[&str], paths: &[&Path]) -> (i32, Value, String) {
         "leakgate panicked: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    // The conservation check runs on every analysis: it must hold here.
+    assert_ne!(code, 5, "records not conserved: {err}");
+    assert!(!err.contains("internal error"), "{err}");
     let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (code, v, String::from_utf8_lossy(&out.stderr).into_owned())
+    (code, v, err)
 }
 
 fn records_conserved(r: &Value) {
