@@ -13,25 +13,25 @@
 # Rust: panics are the findings). Needs a nightly toolchain and cargo-fuzz
 # (cargo install cargo-fuzz).
 set -euo pipefail
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/.."
 secs=${1:-600}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(xml_reader suppression_parser matcher)
 max_execs=${MAX_EXECS:-10000000}
-shared=../../shared/corpus
+shared=../shared/corpus
 
-mkdir -p logs
+mkdir -p fuzz/logs
 for t in "${targets[@]}"; do
-  mkdir -p "corpus/$t" "artifacts/$t"
-  seeds=("corpus/$t")
-  [ -d "seeds/$t" ] && seeds+=("seeds/$t")
+  mkdir -p "fuzz/corpus/$t" "fuzz/artifacts/$t"
+  seeds=("fuzz/corpus/$t")
+  [ -d "fuzz/seeds/$t" ] && seeds+=("fuzz/seeds/$t")
   extra=$(mktemp -d)
   trap 'rm -rf "$extra"' EXIT
   case $t in
     xml_reader)
       # Recorded reports (small ones: the fuzzer's inputs stay under 1 MB).
-      find ../fixtures "$shared" -name '*.xml' -size -1024k 2>/dev/null \
+      find fixtures "$shared" -name '*.xml' -size -1024k 2>/dev/null \
         | while read -r f; do cp "$f" "$extra/$(echo "$f" | tr '/' '_')"; done
       # Valgrind's own regression expectations are XML too.
       if [ -d "$shared/valgrind-tests" ]; then
@@ -40,7 +40,7 @@ for t in "${targets[@]}"; do
       fi
       ;;
     suppression_parser)
-      cp ../suppressions/*.supp "$extra/"
+      cp suppressions/*.supp "$extra/"
       find "$shared" -name '*.supp' -size -1024k 2>/dev/null \
         | while read -r f; do cp "$f" "$extra/$(basename "$f")"; done
       ;;
@@ -49,7 +49,7 @@ for t in "${targets[@]}"; do
   echo "== $t: ${secs}s or $max_execs runs (seeds: ${seeds[*]})"
   nice -n 19 cargo +nightly fuzz run --sanitizer none --debug-assertions "$t" "${seeds[@]}" -- \
     -max_total_time="$secs" -runs="$max_execs" -max_len=1048576 -rss_limit_mb=4096 \
-    -print_final_stats=1 -artifact_prefix="artifacts/$t/" 2>&1 | tee "logs/$t.log" \
+    -print_final_stats=1 -artifact_prefix="fuzz/artifacts/$t/" 2>&1 | tee "fuzz/logs/$t.log" \
     | grep -E '^#[0-9]+ +(INITED|DONE|pulse)|^stat::|ERROR|panicked' || true
   rm -rf "$extra"
   trap - EXIT
@@ -57,10 +57,10 @@ done
 echo "== summary (executions, coverage, features)"
 for t in "${targets[@]}"; do
   printf '%-20s ' "$t"
-  grep -E '^stat::number_of_executed_units' "logs/$t.log" | awk '{printf "execs %s ", $2}'
-  grep -E '^#[0-9]+ +DONE' "logs/$t.log" | tail -1 | sed -E 's/.*(cov: [0-9]+ ft: [0-9]+).*/\1/'
+  grep -E '^stat::number_of_executed_units' "fuzz/logs/$t.log" | awk '{printf "execs %s ", $2}'
+  grep -E '^#[0-9]+ +DONE' "fuzz/logs/$t.log" | tail -1 | sed -E 's/.*(cov: [0-9]+ ft: [0-9]+).*/\1/'
   echo
-  if ls "artifacts/$t"/crash-* "artifacts/$t"/oom-* "artifacts/$t"/timeout-* >/dev/null 2>&1; then
-    echo "   FINDINGS in artifacts/$t/"
+  if ls "fuzz/artifacts/$t"/crash-* "fuzz/artifacts/$t"/oom-* "fuzz/artifacts/$t"/timeout-* >/dev/null 2>&1; then
+    echo "   FINDINGS in fuzz/artifacts/$t/"
   fi
 done
