@@ -50,7 +50,7 @@ for t in "${targets[@]}"; do
   nice -n 19 cargo +nightly fuzz run --sanitizer none --debug-assertions "$t" "${seeds[@]}" -- \
     -max_total_time="$secs" -runs="$max_execs" -max_len=1048576 -rss_limit_mb=4096 \
     -print_final_stats=1 -artifact_prefix="fuzz/artifacts/$t/" 2>&1 | tee "fuzz/logs/$t.log" \
-    | grep -E '^#[0-9]+ +(INITED|DONE|pulse)|^stat::|ERROR|panicked' || true
+    | grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::|ERROR|panicked' || true
   rm -rf "$extra"
   trap - EXIT
 done
@@ -58,7 +58,7 @@ echo "== summary (executions, coverage, features)"
 for t in "${targets[@]}"; do
   printf '%-20s ' "$t"
   grep -E '^stat::number_of_executed_units' "fuzz/logs/$t.log" | awk '{printf "execs %s ", $2}'
-  grep -E '^#[0-9]+ +DONE' "fuzz/logs/$t.log" | tail -1 | sed -E 's/.*(cov: [0-9]+ ft: [0-9]+).*/\1/'
+  grep -E '^#[0-9]+[[:space:]]+DONE' "fuzz/logs/$t.log" | tail -1 | sed -E 's/.*(cov: [0-9]+ ft: [0-9]+).*/\1/'
   echo
   if ls "fuzz/artifacts/$t"/crash-* "fuzz/artifacts/$t"/oom-* "fuzz/artifacts/$t"/timeout-* >/dev/null 2>&1; then
     echo "   FINDINGS in fuzz/artifacts/$t/"
