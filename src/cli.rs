@@ -12,7 +12,8 @@ Exit codes:
   2  usage, configuration or input error (valgrind missing, bad flags, not a Valgrind XML file)
   3  incomplete: an XML report is truncated or missing, or Valgrind itself failed
   4  the target exited non-zero and nothing else failed (see --ignore-target-exit)
-When several apply: 2, then 1, then 3, then 4.
+  5  internal error: leakgate's own record accounting does not add up (a bug)
+When several apply: 2, then 5, then 1, then 3, then 4.
 run: a crash (fatal signal) in your code is a finding (1); a process killed so
 that its XML is cut off (SIGKILL, OOM) makes the report incomplete (3); a
 --timeout or a Ctrl-C (forwarded to Valgrind, a second one kills) stops the

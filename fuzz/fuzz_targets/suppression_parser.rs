@@ -4,9 +4,9 @@
 //! the file.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
 use leakgate::model::{Frame, Record};
 use leakgate::suppress::{MatchOptions, SuppressionSet, parse_detailed};
+use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
@@ -14,7 +14,11 @@ fuzz_target!(|data: &[u8]| {
     for num_callers in [12, 500] {
         let parsed = parse_detailed("fuzz.supp", &text, "Memcheck", num_callers);
         for e in &parsed.errors {
-            assert!(e.line <= lines, "error line {} beyond the file ({lines})", e.line);
+            assert!(
+                e.line <= lines,
+                "error line {} beyond the file ({lines})",
+                e.line
+            );
         }
         let set = SuppressionSet::new(parsed.suppressions, MatchOptions::default());
         let frame = |f: &str, o: &str| Frame {
@@ -24,12 +28,20 @@ fuzz_target!(|data: &[u8]| {
             sfun: Some(f.into()),
             ..Default::default()
         };
-        for kind in ["Leak_DefinitelyLost", "InvalidRead", "UninitCondition", "SyscallParam"] {
+        for kind in [
+            "Leak_DefinitelyLost",
+            "InvalidRead",
+            "UninitCondition",
+            "SyscallParam",
+        ] {
             let rec = Record {
                 kind: kind.into(),
                 what: "Invalid read of size 4 Syscall param write(buf) points to".into(),
                 stack: vec![
-                    frame("malloc", "/usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so"),
+                    frame(
+                        "malloc",
+                        "/usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so",
+                    ),
                     frame("foo", "/home/u/app"),
                     frame("main", "/home/u/app"),
                 ],

@@ -38,7 +38,13 @@ fuzz_target!(|data: &[u8]| {
     let b = parse_stream(data, path, 0, &mut Interner::default(), &mut |r, _| {
         streamed.push(format!("{r:?}"))
     });
-    assert_eq!(a.is_ok(), b.is_ok(), "{:?} vs {:?}", a.as_ref().err(), b.as_ref().err());
+    assert_eq!(
+        a.is_ok(),
+        b.is_ok(),
+        "{:?} vs {:?}",
+        a.as_ref().err(),
+        b.as_ref().err()
+    );
     assert_eq!(sliced, streamed, "cached and streamed reads differ");
     if let Ok(sum) = a {
         let analysis = agg.finish(vec![sum.process.clone()]);
