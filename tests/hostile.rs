@@ -576,3 +576,23 @@ fn a_conservation_failure_is_loud() {
     assert_eq!(out.status.code(), Some(5));
     assert!(String::from_utf8_lossy(&out.stdout).contains("internal error"));
 }
+
+#[test]
+fn endless_inputs_end_with_a_clear_error() {
+    // Not a regular file: read as a stream, which stops at the token limit
+    // instead of filling memory (under a 2 GB address-space limit; before
+    // the limit, /dev/zero took all the memory there was).
+    for dev in ["/dev/zero", "/dev/urandom"] {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 2097152 && exec \"$0\" analyze \"$1\"")
+            .arg(common::leakgate_bin())
+            .arg(dev)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{dev}: {err}");
+        assert!(err.contains("not a Valgrind XML report"), "{dev}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
