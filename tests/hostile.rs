@@ -596,3 +596,22 @@ fn endless_inputs_end_with_a_clear_error() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
 }
+
+#[test]
+fn an_endless_suppression_file_is_refused() {
+    let out = Command::new(common::leakgate_bin())
+        .args(["lint", "/dev/zero"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("larger than 64 MiB"), "{text}");
+    let out = Command::new(common::leakgate_bin())
+        .args(["analyze", "--suppressions", "/dev/zero"])
+        .arg(fixture("recorded/leak_kinds.xml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("larger than 64 MiB"), "{err}");
+}

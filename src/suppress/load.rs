@@ -25,6 +25,26 @@ pub enum SuppError {
     Syntax(Vec<SyntaxError>),
 }
 
+/// Suppression files larger than this are refused (Valgrind's own are a
+/// few hundred KB); a path like `/dev/zero` must not exhaust memory.
+const MAX_FILE: u64 = 64 << 20;
+
+/// Reads a whole file (a pipe too, e.g. `<(...)`), up to [`MAX_FILE`].
+fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_FILE + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(std::io::Error::other(format!(
+            "larger than {} MiB",
+            MAX_FILE >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
 /// Parses one file from disk: (suppressions, errors, warnings).
 pub fn parse_file(path: &Path) -> Result<super::ParsedFile, SuppError> {
     if path.is_dir() {
@@ -32,7 +52,7 @@ pub fn parse_file(path: &Path) -> Result<super::ParsedFile, SuppError> {
             path: path.to_path_buf(),
         });
     }
-    let bytes = std::fs::read(path).map_err(|e| SuppError::Io {
+    let bytes = read_capped(path).map_err(|e| SuppError::Io {
         path: path.to_path_buf(),
         err: e,
     })?;
