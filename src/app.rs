@@ -468,14 +468,26 @@ fn write_html(report: &Report, path: &std::path::Path, src_roots: &[PathBuf]) ->
 /// `leakgate report JSON`: renders a saved JSON report again (HTML, text or
 /// JSON). Exits 0 when it could; the report's own verdict is in the output.
 fn cmd_report(a: crate::cli::ReportFileArgs) -> Result<i32> {
-    let bytes = if a.input.as_os_str() == "-" {
-        let mut v = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut v)
+    // A saved report is a few MB; an endless input (/dev/zero) is refused.
+    const MAX_REPORT: u64 = 1 << 30;
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    if a.input.as_os_str() == "-" {
+        std::io::stdin()
+            .take(MAX_REPORT + 1)
+            .read_to_end(&mut bytes)
             .context("cannot read standard input")?;
-        v
     } else {
-        std::fs::read(&a.input).with_context(|| format!("cannot read {}", a.input.display()))?
-    };
+        std::fs::File::open(&a.input)
+            .and_then(|f| f.take(MAX_REPORT + 1).read_to_end(&mut bytes))
+            .with_context(|| format!("cannot read {}", a.input.display()))?;
+    }
+    if bytes.len() as u64 > MAX_REPORT {
+        bail!(
+            "{}: larger than 1 GiB, not a leakgate JSON report",
+            a.input.display()
+        );
+    }
     let report: Report = serde_json::from_slice(&bytes)
         .with_context(|| format!("{}: not a leakgate JSON report", a.input.display()))?;
     if report.schema_version > SCHEMA_VERSION {
