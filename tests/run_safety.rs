@@ -259,3 +259,15 @@ fn nothing_is_written_outside_the_given_paths() {
     }
     assert!(out2.is_file());
 }
+
+#[test]
+fn a_target_argument_that_is_not_utf8_is_a_usage_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let out = Command::new(common::leakgate_bin())
+        .args(["run", "--", "/bin/echo"])
+        .arg(std::ffi::OsStr::from_bytes(b"a\xffb"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid UTF-8"));
+}
