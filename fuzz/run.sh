@@ -46,6 +46,8 @@ for t in "${targets[@]}"; do
       ;;
   esac
   seeds+=("$extra")
+  # Build first: a target that does not build is an error, not a quiet run.
+  nice -n 19 cargo +nightly fuzz build --sanitizer none --debug-assertions "$t"
   echo "== $t: ${secs}s or $max_execs runs (seeds: ${seeds[*]})"
   nice -n 19 cargo +nightly fuzz run --sanitizer none --debug-assertions "$t" "${seeds[@]}" -- \
     -max_total_time="$secs" -runs="$max_execs" -max_len=1048576 -rss_limit_mb=4096 \

@@ -8,6 +8,7 @@
 mod reference;
 
 use libfuzzer_sys::fuzz_target;
+use reference::Source;
 
 fuzz_target!(|data: &[u8]| {
     let mut src = reference::Bytes { data, pos: 0 };
