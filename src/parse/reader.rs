@@ -493,6 +493,10 @@ struct Pending<'a> {
     key: &'a [u8],
     /// Unread input length right after its end tag.
     rest_after: usize,
+    /// Entries in the list it adds to (the stack, the suppression's frames)
+    /// before it: it is cached only when it added exactly one (an `<sframe>`
+    /// with two `<fun>`s adds two).
+    len_before: usize,
 }
 
 /// Frames repeat: the torch corpus has 2.4 million `<frame>` elements and
@@ -566,10 +570,16 @@ impl<'a> ElementCache<'a> {
         let p = finder.find(rest)?;
         let key = &rest[..p];
         if !self.push_cached(is_frame, key, b) {
+            let len_before = if is_frame {
+                b.cur_stack.len()
+            } else {
+                b.supp.as_ref().map_or(0, |s| s.frames.len())
+            };
             self.pending = Some(Pending {
                 tag,
                 key,
                 rest_after: rest.len() - p - close_len,
+                len_before,
             });
             return None;
         }
@@ -638,12 +648,15 @@ impl<'a> ElementCache<'a> {
             return;
         };
         if tag == Tag::Frame {
-            if let Some(f) = b.cur_stack.last()
+            if b.cur_stack.len() == p.len_before + 1
+                && let Some(f) = b.cur_stack.last()
                 && self.frames.len() < CACHE_MAX
             {
                 self.frames.insert(p.key, f.clone());
             }
-        } else if let Some(f) = b.supp.as_ref().and_then(|s| s.frames.last())
+        } else if let Some(s) = b.supp.as_ref()
+            && s.frames.len() == p.len_before + 1
+            && let Some(f) = s.frames.last()
             && self.sframes.len() < CACHE_MAX
         {
             self.sframes.insert(p.key, f.clone());
@@ -1351,6 +1364,30 @@ mod tests {
              </x></frame></stack></error></valgrindoutput>\n";
         let (a, b) = both(xml.as_bytes());
         assert_eq!(a.len(), 1);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn element_cache_agrees_on_an_sframe_with_two_names() {
+        // Found by the xml_reader fuzz target: an `<sframe>` holding two
+        // `<fun>`s (a corrupted end tag in between) adds two names; a cache
+        // entry would give back only the last one.
+        let supp = "<suppression><sname>s</sname><skind>Memcheck:Leak</skind>\
+             <sframe> <fun>a</fun   x>\n rame> <fun>b</fun> </sframe>\
+             <sframe> <fun>c</fun> </sframe></suppression>";
+        let rec = |n: u32| {
+            format!(
+                "<error><unique>0x{n}</unique><kind>Leak_DefinitelyLost</kind>\
+                 <stack><frame><ip>0x1</ip><fn>f</fn></frame></stack>{supp}</error>\n"
+            )
+        };
+        let xml = format!(
+            "<valgrindoutput><protocolversion>4</protocolversion><pid>1</pid>\n{}{}</valgrindoutput>\n",
+            rec(1),
+            rec(2)
+        );
+        let (a, b) = both(xml.as_bytes());
+        assert_eq!(a.len(), 2);
         assert_eq!(a, b);
     }
 }
