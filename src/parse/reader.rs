@@ -315,6 +315,12 @@ trait EventSource<'a> {
     fn rest(&self) -> Option<&'a [u8]> {
         None
     }
+    /// Whether the input read so far ends with `tag` (the last event was
+    /// exactly that start tag: not `<frame/>`, no attributes). Only known
+    /// when the whole input is in memory.
+    fn read_ends_with(&self, _tag: &[u8]) -> bool {
+        false
+    }
     /// The bytes after the last event, for elements read raw.
     fn raw(&mut self) -> &mut dyn BufRead;
     fn error_position(&self) -> u64;
@@ -432,6 +438,7 @@ impl<R: BufRead> EventSource<'_> for Buffered<R> {
 /// A document in memory; `offset` is where the slice starts in its file.
 struct Sliced<'a> {
     reader: Reader<&'a [u8]>,
+    input: &'a [u8],
     len: usize,
     offset: u64,
     too_long_at: Option<u64>,
@@ -443,6 +450,7 @@ impl<'a> Sliced<'a> {
         configure(&mut reader);
         Sliced {
             reader,
+            input,
             len: input.len(),
             offset,
             too_long_at: None,
@@ -467,6 +475,9 @@ impl<'a> EventSource<'a> for Sliced<'a> {
     }
     fn rest(&self) -> Option<&'a [u8]> {
         Some(self.reader.get_ref())
+    }
+    fn read_ends_with(&self, tag: &[u8]) -> bool {
+        self.input[..self.len - self.reader.get_ref().len()].ends_with(tag)
     }
     fn raw(&mut self) -> &mut dyn BufRead {
         self.reader.get_mut()
@@ -859,7 +870,15 @@ fn parse_events<'a, S: EventSource<'a>>(
                 let tag = tag_of(name);
                 drop(s);
                 cache.on_start(tag, raw.is_none());
-                if let Some(rest) = reader.rest()
+                // Only a plain `<frame>`/`<sframe>` start tag is looked up:
+                // an empty element (`<frame/>`) has no body to skip.
+                let plain = match tag {
+                    Tag::Frame => reader.read_ends_with(b"<frame>"),
+                    Tag::Sframe => reader.read_ends_with(b"<sframe>"),
+                    _ => false,
+                };
+                if plain
+                    && let Some(rest) = reader.rest()
                     && let Some(n) = cache.lookup(tag, stack.last().copied(), rest, &mut ctx)
                 {
                     reader.raw().consume(n);
@@ -1385,6 +1404,30 @@ mod tests {
             "<valgrindoutput><protocolversion>4</protocolversion><pid>1</pid>\n{}{}</valgrindoutput>\n",
             rec(1),
             rec(2)
+        );
+        let (a, b) = both(xml.as_bytes());
+        assert_eq!(a.len(), 2);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn element_cache_skips_empty_elements() {
+        // Found by the xml_reader fuzz target: `<frame/>` followed by the
+        // children of a frame seen before: the empty frame has no body, the
+        // cache must not take the following bytes as one.
+        let frame = "<frame><ip>0x1</ip><fn>malloc</fn></frame>";
+        let rec = |n: u32, first: &str| {
+            format!(
+                "<error><unique>0x{n}</unique><kind>Leak_DefinitelyLost</kind>\
+                 <stack>{first}<frame><ip>0x1</ip><fn>malloc</fn></frame></stack>\
+                 <suppression><skind>Memcheck:Leak</skind><sframe> <fun>a</fun></sframe>\
+                 <sframe/><sframe> <fun>a</fun></sframe></suppression></error>\n"
+            )
+        };
+        let xml = format!(
+            "<valgrindoutput><protocolversion>4</protocolversion><pid>1</pid>\n{}{}</valgrindoutput>\n",
+            rec(1, frame),
+            rec(2, "<frame/><ip>0x1</ip><fn>malloc</fn></frame>")
         );
         let (a, b) = both(xml.as_bytes());
         assert_eq!(a.len(), 2);
