@@ -13,6 +13,7 @@ use crate::attribute::{Attribution, Attributor, Location};
 use crate::model::{ExitStatus, Frame, ProcessInfo, Record};
 use crate::parse::{self, InputError, Interner};
 use crate::report::{Finding, FindingProcess, FrameOut, ProcessOut, Summary};
+use crate::checkpoints::SnapRec;
 use crate::suppress::{MatchOutcome, SuppressionSet, Suppressor};
 
 /// Stacks of noise findings are cut to this many frames (user findings keep all).
@@ -63,6 +64,17 @@ pub struct Analysis {
     /// the user, with counts.
     pub supp_hid_user: Vec<(String, u64)>,
     pub timings: StageTimes,
+    /// The checkpoints' section of the report, when the run had any.
+    pub per_test: Option<crate::report::PerTestOut>,
+}
+
+/// Options of an analysis beyond what is yours and the suppressions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Leave out still-reachable noise records of the final leak check:
+    /// `run` asked Valgrind for reachable blocks only to follow blocks
+    /// across checkpoint snapshots, not to report them.
+    pub hide_noise_reachable: bool,
 }
 
 struct Acc {
@@ -109,6 +121,10 @@ pub struct Aggregator {
     pub timings: StageTimes,
     /// Sees every record after attribution and suppression (the generator).
     pub observer: Option<Observer>,
+    /// Loss records of checkpoint snapshots, in file order.
+    snaps: Vec<SnapRec>,
+    pub options: Options,
+    hidden_reachable: u64,
 }
 
 /// Sees every record once, after attribution and the existing suppressions
@@ -183,7 +199,61 @@ impl Aggregator {
             err_index: HashMap::new(),
             summary: Summary::default(),
             processes: 0,
+            snaps: Vec::new(),
+            options: Options::default(),
+            hidden_reachable: 0,
         }
+    }
+
+    /// The matcher for the record's process.
+    fn set_for(&mut self, rec: &Record, process: &ProcessInfo) -> Arc<SuppressionSet> {
+        match self.sets.get(&rec.process) {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.suppressor.set_for(&process.valgrind_args);
+                self.sets.insert(rec.process, s.clone());
+                s
+            }
+        }
+    }
+
+    /// A loss record of a checkpoint snapshot (a delta leak check): kept
+    /// for the per-test tracker, never a finding itself. Returns false
+    /// for any other record.
+    fn add_snapshot(&mut self, rec: &Record, att: &Attribution, process: &ProcessInfo) -> bool {
+        if !rec.is_leak() {
+            return false;
+        }
+        let Some((dbytes, dblocks)) = crate::checkpoints::parse_delta(&rec.what) else {
+            return false;
+        };
+        if !self.suppressor.is_empty()
+            && matches!(
+                self.set_for(rec, process).first_match(rec),
+                MatchOutcome::Suppressed(_)
+            )
+        {
+            return true;
+        }
+        let key = fingerprint(rec, att);
+        let mut h: u64 = 0xcbf29ce484222325;
+        for f in &rec.stack {
+            let part = f.ip.as_deref().or(f.func.as_deref()).unwrap_or("?");
+            for b in part.as_bytes().iter().chain(std::iter::once(&0x1f)) {
+                h ^= u64::from(*b);
+                h = h.wrapping_mul(0x100000001b3);
+            }
+        }
+        self.snaps.push(SnapRec {
+            process: rec.process,
+            msgs: rec.client_msgs,
+            key,
+            site: h,
+            lost: matches!(&*rec.kind, "Leak_DefinitelyLost" | "Leak_IndirectlyLost"),
+            dbytes,
+            dblocks,
+        });
+        true
     }
 
     /// Registers a process before its records arrive; returns its index.
@@ -194,25 +264,29 @@ impl Aggregator {
 
     /// Attributes one record, applies the suppressions, and folds it in.
     pub fn add(&mut self, rec: Record, process: &ProcessInfo) {
+        let t0 = std::time::Instant::now();
+        let att = self.attributor.attribute(&rec);
+        let t1 = std::time::Instant::now();
+        self.timings.attribute += t1 - t0;
+        if self.add_snapshot(&rec, &att, process) {
+            return;
+        }
+        if self.options.hide_noise_reachable
+            && &*rec.kind == "Leak_StillReachable"
+            && !att.is_user()
+        {
+            self.hidden_reachable += 1;
+            return;
+        }
         self.summary.records += 1;
         *self
             .summary
             .records_by_kind
             .entry(rec.kind.to_string())
             .or_default() += 1;
-        let t0 = std::time::Instant::now();
-        let att = self.attributor.attribute(&rec);
         let t1 = std::time::Instant::now();
-        self.timings.attribute += t1 - t0;
         if !self.suppressor.is_empty() {
-            let set = match self.sets.get(&rec.process) {
-                Some(s) => s.clone(),
-                None => {
-                    let s = self.suppressor.set_for(&process.valgrind_args);
-                    self.sets.insert(rec.process, s.clone());
-                    s
-                }
-            };
+            let set = self.set_for(&rec, process);
             let outcome = set.first_match(&rec);
             self.timings.suppress += t1.elapsed();
             match outcome {
@@ -371,6 +445,8 @@ impl Aggregator {
         }
         self.timings.attribute += other.timings.attribute;
         self.timings.suppress += other.timings.suppress;
+        self.snaps.extend(other.snaps);
+        self.hidden_reachable += other.hidden_reachable;
     }
 
     /// Finishes: findings sorted (user first, then by kind severity and bytes),
@@ -395,6 +471,7 @@ impl Aggregator {
                     .or_default() += n;
             }
         }
+        let keys: Vec<(u64, Option<u32>)> = self.accs.iter().map(|a| a.key).collect();
         let mut findings: Vec<Finding> = self
             .accs
             .into_iter()
@@ -406,6 +483,15 @@ impl Aggregator {
             .collect();
         // A fork child repeats the leaks it inherited: report them once.
         crate::processes::fold_fork_inherited(&mut findings, &processes);
+        let per_test = {
+            let messages: Vec<&[String]> = processes
+                .iter()
+                .map(|p| p.client_messages.as_slice())
+                .collect();
+            let mut keyed: Vec<(&(u64, Option<u32>), &mut Finding)> =
+                keys.iter().zip(findings.iter_mut()).collect();
+            crate::checkpoints::resolve(&mut keyed, &messages, &self.snaps, self.hidden_reachable)
+        };
         let mut lines = SourceLines::default();
         for f in &mut findings {
             let kind = f.kind.clone();
@@ -468,6 +554,7 @@ impl Aggregator {
             supp_used: self.supp_used,
             supp_hid_user,
             timings: self.timings,
+            per_test,
         }
     }
 }
@@ -579,6 +666,9 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
         processes: Vec::new(),
         inherited_by: Vec::new(),
         advice: None,
+        tests: Vec::new(),
+        growth: None,
+        per_call: None,
     }
 }
 
@@ -748,6 +838,25 @@ pub fn analyze_files_observed(
     exits: &HashMap<u64, ExitStatus>,
     observer: Option<Observer>,
 ) -> Result<Analysis, InputError> {
+    analyze_files_with(
+        files,
+        attributor,
+        suppressor,
+        exits,
+        observer,
+        Options::default(),
+    )
+}
+
+/// [`analyze_files_observed`] with [`Options`].
+pub fn analyze_files_with(
+    files: &[PathBuf],
+    attributor: Attributor,
+    suppressor: Arc<Suppressor>,
+    exits: &HashMap<u64, ExitStatus>,
+    observer: Option<Observer>,
+    options: Options,
+) -> Result<Analysis, InputError> {
     let started = std::time::Instant::now();
     let spec = attributor.spec().clone();
     let threads = std::env::var("LEAKGATE_THREADS")
@@ -828,8 +937,15 @@ pub fn analyze_files_observed(
     let mut pending: Vec<parse::FileSummary> = Vec::new();
     // Results are merged in unit order as they arrive, so at most about
     // `workers` unit results are held at once.
-    let mut fold = |u: usize, out: UnitOut| {
+    let mut fold = |u: usize, mut out: UnitOut| {
         let unit = &units[u];
+        // Snapshot records count the messages of their own chunk only.
+        let before: usize = pending.iter().map(|p| p.process.client_messages.len()).sum();
+        if before > 0 {
+            for s in &mut out.agg.snaps {
+                s.msgs += before as u32;
+            }
+        }
         master.merge(out.agg);
         pending.push(out.sum);
         let last_of_file = units.get(u + 1).is_none_or(|n| n.file != unit.file);
@@ -875,6 +991,7 @@ pub fn analyze_files_observed(
                             files,
                             spec: spec_ref,
                             observer: observer_ref,
+                            options,
                         };
                         let out = run_unit(unit, &shared, &suppressor, &mut interner);
                         if tx.send((u, out)).is_err() {
@@ -935,6 +1052,7 @@ struct Shared<'s> {
     files: &'s [PathBuf],
     spec: &'s crate::attribute::UserSpec,
     observer: &'s Option<Observer>,
+    options: Options,
 }
 
 /// Parses and aggregates one unit with its own attributor, and the worker's
@@ -951,9 +1069,11 @@ fn run_unit(
         files,
         spec,
         observer,
+        options,
     } = *shared;
     let mut agg = Aggregator::new(Attributor::new(spec.clone()), suppressor.clone());
     agg.observer = observer.clone();
+    agg.options = options;
     let file = &files[unit.file];
     let pidx = unit.file;
     let mut sink = |rec, p: &ProcessInfo| agg.add(rec, p);

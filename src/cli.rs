@@ -189,13 +189,18 @@ pub struct RunArgs {
     /// Stack frames to record (valgrind --num-callers).
     #[arg(long, default_value_t = 40, value_name = "N")]
     pub num_callers: u32,
-    /// Leak kinds Valgrind shows (valgrind --show-leak-kinds).
-    #[arg(
-        long,
-        default_value = "definite,indirect,possible",
-        value_name = "KINDS"
-    )]
-    pub show_leak_kinds: String,
+    /// Leak kinds Valgrind shows (valgrind --show-leak-kinds). Default: definite,indirect,possible; with per-test checkpoints all (still-reachable noise of the final check is then left out of the report).
+    #[arg(long, value_name = "KINDS")]
+    pub show_leak_kinds: Option<String>,
+    /// Take a leak checkpoint after every test and report leaks per test (automatic when the target is pytest; this forces it for any target, which can then `import leakgate_probe`).
+    #[arg(long, overrides_with = "no_per_test")]
+    pub per_test: bool,
+    /// No per-test checkpoints (not even for pytest).
+    #[arg(long, overrides_with = "per_test")]
+    pub no_per_test: bool,
+    /// (pytest) Run every selected test N times in a row, a checkpoint after each, to tell per-call leaks from one-time allocations.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
     /// Do not pass --track-origins=yes (faster, but uninitialised-value errors lose their origin).
     #[arg(long)]
     pub no_track_origins: bool,

@@ -11,6 +11,7 @@ pub mod analysis;
 pub mod app;
 pub mod attribute;
 pub mod baseline;
+pub mod checkpoints;
 pub mod ci;
 pub mod cli;
 pub mod gate;
