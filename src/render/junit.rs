@@ -192,7 +192,7 @@ fn per_test_cases<'a>(
                 continue;
             };
             if !covered.iter().any(|c| std::ptr::eq(*c, *f)) {
-                covered.push(f);
+                covered.push(*f);
             }
             let place = ci::place(ctx, f);
             body.push_str(&format!(

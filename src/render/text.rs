@@ -259,8 +259,16 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         }
         if !f.tests.is_empty() {
             let _ = writeln!(o, "     {}", growth_text(f));
-            for t in &f.tests {
+            const SHARES: usize = 10;
+            for t in f.tests.iter().take(SHARES) {
                 let _ = writeln!(o, "       {}", share_text(t));
+            }
+            if f.tests.len() > SHARES && !opts.verbose {
+                let _ = writeln!(o, "       ... {} more", f.tests.len() - SHARES);
+            } else {
+                for t in f.tests.iter().skip(SHARES) {
+                    let _ = writeln!(o, "       {}", share_text(t));
+                }
             }
         }
         if f.stack.is_empty() {
@@ -452,18 +460,35 @@ fn by_test(o: &mut String, r: &Report, user: &[&Finding], st: &Style) {
     } else {
         String::new()
     };
-    let _ = writeln!(
-        o,
-        "{} ({}, {}{repeat}):",
-        st.bold("per test"),
-        plural(pt.tests.len() as u64, "test", "tests"),
-        plural(pt.checkpoints, "checkpoint", "checkpoints")
-    );
+    if pt.tests.is_empty() {
+        let _ = writeln!(
+            o,
+            "{} ({}):",
+            st.bold("per checkpoint"),
+            plural(pt.checkpoints, "checkpoint", "checkpoints")
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "{} ({}, {}{repeat}):",
+            st.bold("per test"),
+            plural(pt.tests.len() as u64, "test", "tests"),
+            plural(pt.checkpoints, "checkpoint", "checkpoints")
+        );
+    }
     if order.is_empty() {
         let _ = writeln!(o, "  no test leaked in your code");
         return;
     }
-    for (kind, label) in &order {
+    const GROUPS: usize = 20;
+    if order.len() > GROUPS {
+        let _ = writeln!(
+            o,
+            "  ({} more below the first {GROUPS}: see each finding, or the JSON report)",
+            order.len() - GROUPS
+        );
+    }
+    for (kind, label) in order.iter().take(GROUPS) {
         let _ = writeln!(o, "  {}", st.bold(label));
         for (i, f) in user.iter().enumerate() {
             let Some(t) = f.tests.iter().find(|t| &t.kind == kind && &t.test == label) else {
