@@ -123,6 +123,10 @@ pub struct Aggregator {
     pub observer: Option<Observer>,
     /// Loss records of checkpoint snapshots, in file order.
     snaps: Vec<SnapRec>,
+    /// Loss records of the final leak checks (absolute `dbytes`/`dblocks`):
+    /// the tracker's last snapshot.
+    finals: Vec<SnapRec>,
+    snap_processes: std::collections::HashSet<usize>,
     pub options: Options,
     hidden_reachable: u64,
 }
@@ -200,6 +204,8 @@ impl Aggregator {
             summary: Summary::default(),
             processes: 0,
             snaps: Vec::new(),
+            finals: Vec::new(),
+            snap_processes: Default::default(),
             options: Options::default(),
             hidden_reachable: 0,
         }
@@ -235,25 +241,20 @@ impl Aggregator {
         {
             return true;
         }
-        let key = fingerprint(rec, att);
-        let mut h: u64 = 0xcbf29ce484222325;
-        for f in &rec.stack {
-            let part = f.ip.as_deref().or(f.func.as_deref()).unwrap_or("?");
-            for b in part.as_bytes().iter().chain(std::iter::once(&0x1f)) {
-                h ^= u64::from(*b);
-                h = h.wrapping_mul(0x100000001b3);
-            }
-        }
-        self.snaps.push(SnapRec {
-            process: rec.process,
-            msgs: rec.client_msgs,
-            key,
-            site: h,
-            lost: matches!(&*rec.kind, "Leak_DefinitelyLost" | "Leak_IndirectlyLost"),
-            dbytes,
-            dblocks,
-        });
+        self.snap_processes.insert(rec.process);
+        self.snaps.push(snap_rec(rec, att, dbytes, dblocks));
         true
+    }
+
+    /// Keeps a loss record of a final leak check for the tracker.
+    /// Only for processes that took snapshots (seen in this part of the
+    /// input: their markers or snapshot records), so that memory does not
+    /// grow with the size of ordinary reports.
+    fn add_final(&mut self, rec: &Record, att: &Attribution) {
+        if rec.is_leak() && (rec.client_msgs > 0 || self.snap_processes.contains(&rec.process)) {
+            let (b, n) = (rec.leaked_bytes.unwrap_or(0), rec.leaked_blocks.unwrap_or(0));
+            self.finals.push(snap_rec(rec, att, b as i64, n as i64));
+        }
     }
 
     /// Registers a process before its records arrive; returns its index.
@@ -276,6 +277,7 @@ impl Aggregator {
             && !att.is_user()
         {
             self.hidden_reachable += 1;
+            self.add_final(&rec, &att);
             return;
         }
         self.summary.records += 1;
@@ -317,6 +319,7 @@ impl Aggregator {
         if let Some(o) = &self.observer {
             o(&rec, &att, process, false);
         }
+        self.add_final(&rec, &att);
         let (fp, line) = fingerprint(&rec, &att);
         let key = (fp, line);
         let idx = match self.index.get(&key) {
@@ -446,6 +449,8 @@ impl Aggregator {
         self.timings.attribute += other.timings.attribute;
         self.timings.suppress += other.timings.suppress;
         self.snaps.extend(other.snaps);
+        self.finals.extend(other.finals);
+        self.snap_processes.extend(other.snap_processes);
         self.hidden_reachable += other.hidden_reachable;
     }
 
@@ -490,7 +495,15 @@ impl Aggregator {
                 .collect();
             let mut keyed: Vec<(&(u64, Option<u32>), &mut Finding)> =
                 keys.iter().zip(findings.iter_mut()).collect();
-            crate::checkpoints::resolve(&mut keyed, &messages, &self.snaps, self.hidden_reachable)
+            let complete: Vec<bool> = processes.iter().map(|p| p.complete).collect();
+            crate::checkpoints::resolve(
+                &mut keyed,
+                &messages,
+                &self.snaps,
+                &self.finals,
+                &complete,
+                self.hidden_reachable,
+            )
         };
         let mut lines = SourceLines::default();
         for f in &mut findings {
@@ -568,6 +581,28 @@ fn severity(kind: &str) -> u8 {
         "Leak_PossiblyLost" => 4,
         "Leak_StillReachable" => 5,
         _ => 1,
+    }
+}
+
+/// A loss record as the per-test tracker keeps it: the finding it belongs
+/// to, its allocation stack (without the kind) and its growth.
+fn snap_rec(rec: &Record, att: &Attribution, dbytes: i64, dblocks: i64) -> SnapRec {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for f in &rec.stack {
+        let part = f.ip.as_deref().or(f.func.as_deref()).unwrap_or("?");
+        for b in part.as_bytes().iter().chain(std::iter::once(&0x1f)) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x100000001b3);
+        }
+    }
+    SnapRec {
+        process: rec.process,
+        msgs: rec.client_msgs,
+        key: fingerprint(rec, att),
+        site: h,
+        lost: matches!(&*rec.kind, "Leak_DefinitelyLost" | "Leak_IndirectlyLost"),
+        dbytes,
+        dblocks,
     }
 }
 

@@ -162,6 +162,56 @@ fn take_live(live: &mut Live, want: i64, shares: &mut Shares) -> Vec<(Ckpt, i64,
     out
 }
 
+/// The final leak check, as a checkpoint of its own.
+const EXIT: usize = usize::MAX - 1;
+
+/// Handles the loss records of one snapshot (checkpoint `c`).
+fn process_group(
+    group: &[SnapRec],
+    c: Ckpt,
+    live: &mut HashMap<(usize, u64), Live>,
+    shares: &mut Shares,
+) {
+    // Per site: blocks that left the not-lost kinds in this snapshot.
+    let mut left: HashMap<u64, i64> = HashMap::new();
+    for s in group.iter().filter(|s| !s.lost && s.dblocks < 0) {
+        *left.entry(s.site).or_default() += -s.dblocks;
+    }
+    let mut moved: HashMap<u64, i64> = HashMap::new();
+    // Lost blocks: first those that were reachable before (the lag).
+    for s in group.iter().filter(|s| s.lost && s.dblocks > 0) {
+        let l = live.entry((s.process, s.site)).or_default();
+        let avail = left.get(&s.site).copied().unwrap_or(0) - moved.get(&s.site).copied().unwrap_or(0);
+        let from_live = s.dblocks.min(avail.max(0));
+        let per_block = s.dbytes.max(0) / s.dblocks.max(1);
+        let mut placed = 0;
+        for (owner, blocks, _) in take_live(l, from_live, shares) {
+            add_share(shares, s.key, owner, per_block * blocks, blocks);
+            placed += blocks;
+        }
+        *moved.entry(s.site).or_default() += placed;
+        let rest_blocks = s.dblocks - placed;
+        let rest_bytes = s.dbytes.max(0) - per_block * placed;
+        if rest_blocks > 0 || rest_bytes > 0 {
+            add_share(shares, s.key, c, rest_bytes, rest_blocks);
+        }
+    }
+    // Not-lost blocks: freed ones leave (oldest first), new ones arrive.
+    for s in group.iter().filter(|s| !s.lost) {
+        let l = live.entry((s.process, s.site)).or_default();
+        if s.dblocks < 0 {
+            let m = moved.entry(s.site).or_default();
+            let already = (*m).min(-s.dblocks);
+            *m -= already;
+            let freed = -s.dblocks - already;
+            take_live(l, freed, shares);
+        } else if s.dblocks > 0 || s.dbytes > 0 {
+            l.push_back((c, s.key, s.dblocks, s.dbytes.max(0)));
+            add_share(shares, s.key, c, s.dbytes.max(0), s.dblocks);
+        }
+    }
+}
+
 /// What the checkpoints say about each finding: fills `tests`, `growth`
 /// and `per_call` of `findings` (given with their keys) and returns the
 /// report's per-test section. `messages[p]` are process p's `<clientmsg>`
@@ -170,6 +220,8 @@ pub fn resolve(
     findings: &mut [(&(u64, Option<u32>), &mut Finding)],
     messages: &[&[String]],
     snaps: &[SnapRec],
+    finals: &[SnapRec],
+    complete: &[bool],
     hidden_reachable: u64,
 ) -> Option<PerTestOut> {
     // Markers per process, and for each message count the last marker.
@@ -201,6 +253,8 @@ pub fn resolve(
     };
     let mut shares: Shares = HashMap::new();
     let mut live: HashMap<(usize, u64), Live> = HashMap::new();
+    type CumKey = (usize, u64, (u64, Option<u32>), bool);
+    let mut cum: HashMap<CumKey, (i64, i64)> = HashMap::new();
     // Records of one snapshot are consecutive; handle them a snapshot at a time.
     let mut i = 0;
     while i < snaps.len() {
@@ -211,44 +265,49 @@ pub fn resolve(
         }
         let group = &snaps[i..j];
         i = j;
-        // Per site: blocks that left the not-lost kinds in this snapshot.
-        let mut left: HashMap<u64, i64> = HashMap::new();
-        for s in group.iter().filter(|s| !s.lost && s.dblocks < 0) {
-            *left.entry(s.site).or_default() += -s.dblocks;
+        process_group(group, c, &mut live, &mut shares);
+        for s in group {
+            let e = cum.entry((s.process, s.site, s.key, s.lost)).or_insert((0, 0));
+            e.0 += s.dbytes;
+            e.1 += s.dblocks;
         }
-        let mut moved: HashMap<u64, i64> = HashMap::new();
-        // Lost blocks: first those that were reachable before (the lag).
-        for s in group.iter().filter(|s| s.lost && s.dblocks > 0) {
-            let l = live.entry((s.process, s.site)).or_default();
-            let avail = left.get(&s.site).copied().unwrap_or(0) - moved.get(&s.site).copied().unwrap_or(0);
-            let from_live = s.dblocks.min(avail.max(0));
-            let per_block = s.dbytes.max(0) / s.dblocks.max(1);
-            let mut placed = 0;
-            for (owner, blocks, _) in take_live(l, from_live, &mut shares) {
-                add_share(&mut shares, s.key, owner, per_block * blocks, blocks);
-                placed += blocks;
-            }
-            *moved.entry(s.site).or_default() += placed;
-            let rest_blocks = s.dblocks - placed;
-            let rest_bytes = s.dbytes.max(0) - per_block * placed;
-            if rest_blocks > 0 || rest_bytes > 0 {
-                add_share(&mut shares, s.key, c, rest_bytes, rest_blocks);
-            }
+    }
+    // The final leak check (at exit) is one more snapshot: its growth is
+    // what it holds beyond what the snapshots added up to. A block still
+    // reachable at the last checkpoint and lost at exit is found here.
+    let with_snaps: std::collections::BTreeSet<usize> = snaps.iter().map(|s| s.process).collect();
+    for p in with_snaps {
+        if !complete.get(p).copied().unwrap_or(false) {
+            continue;
         }
-        // Not-lost blocks: freed ones leave (oldest first), new ones arrive.
-        for s in group.iter().filter(|s| !s.lost) {
-            let l = live.entry((s.process, s.site)).or_default();
-            if s.dblocks < 0 {
-                let m = moved.entry(s.site).or_default();
-                let already = (*m).min(-s.dblocks);
-                *m -= already;
-                let freed = -s.dblocks - already;
-                take_live(l, freed, &mut shares);
-            } else if s.dblocks > 0 || s.dbytes > 0 {
-                l.push_back((c, s.key, s.dblocks, s.dbytes.max(0)));
-                add_share(&mut shares, s.key, c, s.dbytes.max(0), s.dblocks);
+        let mut fin: BTreeMap<(u64, (u64, Option<u32>), bool), (i64, i64)> = BTreeMap::new();
+        for f in finals.iter().filter(|f| f.process == p) {
+            let e = fin.entry((f.site, f.key, f.lost)).or_insert((0, 0));
+            e.0 += f.dbytes;
+            e.1 += f.dblocks;
+        }
+        let mut all: BTreeMap<(u64, (u64, Option<u32>), bool), (i64, i64)> = fin.clone();
+        for (&(q, site, key, lost), v) in &cum {
+            if q == p {
+                let e = all.entry((site, key, lost)).or_insert((0, 0));
+                e.0 -= v.0;
+                e.1 -= v.1;
             }
         }
+        let group: Vec<SnapRec> = all
+            .into_iter()
+            .filter(|(_, v)| v.0 != 0 || v.1 != 0)
+            .map(|((site, key, lost), v)| SnapRec {
+                process: p,
+                msgs: 0,
+                key,
+                site,
+                lost,
+                dbytes: v.0,
+                dblocks: v.1,
+            })
+            .collect();
+        process_group(&group, (p, EXIT), &mut live, &mut shares);
     }
     // Repetitions actually run, per test label.
     let mut reps_run: HashMap<&str, u32> = HashMap::new();
@@ -280,6 +339,12 @@ pub fn resolve(
         for (c, v) in &cks {
             let (kind, label, rep, of) = match markers.get(c) {
                 Some(m) => (m.kind.clone(), m.label.clone(), m.rep, m.of),
+                None if c.1 == EXIT => (
+                    "exit".to_string(),
+                    "(after the last checkpoint)".to_string(),
+                    None,
+                    None,
+                ),
                 None => (
                     "unmarked".to_string(),
                     "(leak check without a leakgate marker)".to_string(),
@@ -322,18 +387,24 @@ pub fn resolve(
                 slot.blocks += n;
             }
         }
-        // What the final check has beyond the snapshots: after the last one.
+        // What the final check has beyond the snapshots, when it could
+        // not be followed (an incomplete report): after the last one.
         let fb = f.bytes.unwrap_or(0);
         let fk = f.blocks.unwrap_or(0);
         if f.is_leak() && (fb > total.0 || fk > total.1) {
-            tests.push(TestShare {
-                test: "(after the last checkpoint)".into(),
-                kind: "exit".into(),
-                bytes: fb.saturating_sub(total.0),
-                blocks: fk.saturating_sub(total.1),
-                repetitions: Vec::new(),
-                growth: None,
-            });
+            if let Some(t) = tests.iter_mut().find(|t| t.kind == "exit") {
+                t.bytes += fb.saturating_sub(total.0);
+                t.blocks += fk.saturating_sub(total.1);
+            } else {
+                tests.push(TestShare {
+                    test: "(after the last checkpoint)".into(),
+                    kind: "exit".into(),
+                    bytes: fb.saturating_sub(total.0),
+                    blocks: fk.saturating_sub(total.1),
+                    repetitions: Vec::new(),
+                    growth: None,
+                });
+            }
         }
         let mut per_call: Option<BytesBlocks> = None;
         let mut any_unknown = false;
@@ -454,6 +525,71 @@ mod tests {
             parse_delta("48 (16 direct, 32 indirect) bytes in 1 blocks are definitely lost"),
             None
         );
+    }
+
+    fn finding(kind: &str, bytes: u64, blocks: u64) -> Finding {
+        serde_json::from_value(serde_json::json!({
+            "fingerprint": "f", "kind": kind, "category": "user", "source": null,
+            "message": "", "bytes": bytes, "direct_bytes": bytes, "blocks": blocks,
+            "count": 1, "location": null, "source_line": null, "stack": [],
+            "origin": null, "pids": [], "records": 1, "aux": []
+        }))
+        .unwrap()
+    }
+
+    fn marker(label: &str, rep: u32) -> String {
+        format!(
+            "leakgate-checkpoint {{\"v\":1,\"kind\":\"test\",\"label\":\"{label}\",\"rep\":{rep},\"of\":2}}"
+        )
+    }
+
+    fn rec(msgs: u32, key: u64, lost: bool, dbytes: i64, dblocks: i64) -> SnapRec {
+        SnapRec {
+            process: 0,
+            msgs,
+            key: (key, Some(1)),
+            site: 7,
+            lost,
+            dbytes,
+            dblocks,
+        }
+    }
+
+    #[test]
+    fn a_block_lost_later_belongs_to_the_test_that_allocated_it() {
+        // Test a (2 repetitions) allocates a block per run at site 7: still
+        // reachable at its checkpoints (a stale pointer); the first is lost
+        // at test b's checkpoint, the second only at exit.
+        let msgs = vec![marker("a", 1), marker("a", 2), marker("b", 1), marker("b", 2)];
+        let (reach, lost) = (1u64, 2u64);
+        let snaps = vec![
+            rec(1, reach, false, 16, 1),
+            rec(2, reach, false, 16, 1),
+            rec(3, lost, true, 16, 1),
+            rec(3, reach, false, -16, -1),
+        ];
+        // At exit: 2 blocks lost, none reachable.
+        let finals = vec![rec(0, lost, true, 32, 2)];
+        let mut fl = finding("Leak_DefinitelyLost", 32, 2);
+        let key = (lost, Some(1));
+        let mut keyed = vec![(&key, &mut fl)];
+        let out = resolve(&mut keyed, &[&msgs], &snaps, &finals, &[true], 0).unwrap();
+        assert_eq!(out.checkpoints, 4);
+        assert_eq!(out.repeat, 2);
+        let t: Vec<(&str, u64, u64)> = fl
+            .tests
+            .iter()
+            .map(|t| (t.test.as_str(), t.bytes, t.blocks))
+            .collect();
+        assert_eq!(t, [("a", 32, 2)]);
+        assert_eq!(
+            fl.tests[0].repetitions,
+            [
+                BytesBlocks { bytes: 16, blocks: 1 },
+                BytesBlocks { bytes: 16, blocks: 1 }
+            ]
+        );
+        assert_eq!(fl.growth.as_deref(), Some("per_call"));
     }
 
     #[test]
