@@ -126,7 +126,8 @@ pub struct Aggregator {
     /// Loss records of the final leak checks (absolute `dbytes`/`dblocks`):
     /// the tracker's last snapshot.
     finals: Vec<SnapRec>,
-    snap_processes: std::collections::HashSet<usize>,
+    /// (process, site) of every snapshot record merged so far.
+    snap_sites: std::collections::HashSet<(usize, u64)>,
     pub options: Options,
     hidden_reachable: u64,
 }
@@ -205,7 +206,7 @@ impl Aggregator {
             processes: 0,
             snaps: Vec::new(),
             finals: Vec::new(),
-            snap_processes: Default::default(),
+            snap_sites: Default::default(),
             options: Options::default(),
             hidden_reachable: 0,
         }
@@ -241,17 +242,16 @@ impl Aggregator {
         {
             return true;
         }
-        self.snap_processes.insert(rec.process);
         self.snaps.push(snap_rec(rec, att, dbytes, dblocks));
         true
     }
 
     /// Keeps a loss record of a final leak check for the tracker.
-    /// Only for processes that took snapshots (seen in this part of the
-    /// input: their markers or snapshot records), so that memory does not
-    /// grow with the size of ordinary reports.
+    /// A unit keeps all of them; merging keeps only those at allocation
+    /// sites the snapshots saw, so memory does not grow with the size of
+    /// ordinary reports.
     fn add_final(&mut self, rec: &Record, att: &Attribution) {
-        if rec.is_leak() && (rec.client_msgs > 0 || self.snap_processes.contains(&rec.process)) {
+        if rec.is_leak() {
             let (b, n) = (rec.leaked_bytes.unwrap_or(0), rec.leaked_blocks.unwrap_or(0));
             self.finals.push(snap_rec(rec, att, b as i64, n as i64));
         }
@@ -448,9 +448,18 @@ impl Aggregator {
         }
         self.timings.attribute += other.timings.attribute;
         self.timings.suppress += other.timings.suppress;
+        // Final checks follow the snapshots in their file (units merge in
+        // order): keep their records only where a snapshot looked.
+        self.snap_sites
+            .extend(other.snaps.iter().map(|s| (s.process, s.site)));
         self.snaps.extend(other.snaps);
-        self.finals.extend(other.finals);
-        self.snap_processes.extend(other.snap_processes);
+        let sites = &self.snap_sites;
+        self.finals.extend(
+            other
+                .finals
+                .into_iter()
+                .filter(|f| sites.contains(&(f.process, f.site))),
+        );
         self.hidden_reachable += other.hidden_reachable;
     }
 
@@ -496,9 +505,11 @@ impl Aggregator {
             let mut keyed: Vec<(&(u64, Option<u32>), &mut Finding)> =
                 keys.iter().zip(findings.iter_mut()).collect();
             let complete: Vec<bool> = processes.iter().map(|p| p.complete).collect();
+            let pids: Vec<Option<u64>> = processes.iter().map(|p| p.pid).collect();
             crate::checkpoints::resolve(
                 &mut keyed,
                 &messages,
+                &pids,
                 &self.snaps,
                 &self.finals,
                 &complete,

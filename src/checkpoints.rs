@@ -219,6 +219,7 @@ fn process_group(
 pub fn resolve(
     findings: &mut [(&(u64, Option<u32>), &mut Finding)],
     messages: &[&[String]],
+    pids: &[Option<u64>],
     snaps: &[SnapRec],
     finals: &[SnapRec],
     complete: &[bool],
@@ -323,14 +324,19 @@ pub fn resolve(
         .copied()
         .filter(|c| markers[c].kind == "checkpoint")
         .collect();
+    let marked_pids: std::collections::HashSet<u64> = order
+        .iter()
+        .filter_map(|c| pids.get(c.0).copied().flatten())
+        .collect();
     let rank: HashMap<Ckpt, usize> = order.iter().enumerate().map(|(i, c)| (*c, i)).collect();
     for (key, f) in findings.iter_mut() {
-        let Some(per) = shares.get(*key) else {
-            continue;
-        };
+        let empty = BTreeMap::new();
+        let per = shares.get(*key).unwrap_or(&empty);
         let mut cks: Vec<(&Ckpt, &(i64, i64))> =
             per.iter().filter(|(_, v)| v.0 > 0 || v.1 > 0).collect();
-        if cks.is_empty() {
+        if cks.is_empty()
+            && (!f.is_leak() || !f.pids.iter().any(|p| marked_pids.contains(p)))
+        {
             continue;
         }
         cks.sort_by_key(|(c, _)| rank.get(c).copied().unwrap_or(usize::MAX));
@@ -387,18 +393,19 @@ pub fn resolve(
                 slot.blocks += n;
             }
         }
-        // What the final check has beyond the snapshots, when it could
-        // not be followed (an incomplete report): after the last one.
+        // What the final check has beyond the snapshots, at allocation
+        // sites no snapshot saw: allocated before the first checkpoint (a
+        // `start` baseline lists nothing) or after the last one.
         let fb = f.bytes.unwrap_or(0);
         let fk = f.blocks.unwrap_or(0);
         if f.is_leak() && (fb > total.0 || fk > total.1) {
-            if let Some(t) = tests.iter_mut().find(|t| t.kind == "exit") {
+            if let Some(t) = tests.iter_mut().find(|t| t.kind == "outside") {
                 t.bytes += fb.saturating_sub(total.0);
                 t.blocks += fk.saturating_sub(total.1);
             } else {
                 tests.push(TestShare {
-                    test: "(after the last checkpoint)".into(),
-                    kind: "exit".into(),
+                    test: "(before the first or after the last checkpoint)".into(),
+                    kind: "outside".into(),
                     bytes: fb.saturating_sub(total.0),
                     blocks: fk.saturating_sub(total.1),
                     repetitions: Vec::new(),
@@ -414,7 +421,7 @@ pub fn resolve(
                 continue; // below: plain checkpoints are one sequence of calls
             }
             let g = match t.kind.as_str() {
-                "start" | "finish" => "one_time",
+                "start" | "finish" | "exit" | "outside" => "one_time",
                 "test" if t.repetitions.len() > 1 => {
                     let r = &t.repetitions;
                     if r.iter().all(|x| x.blocks > 0 || x.bytes > 0) {
@@ -573,7 +580,7 @@ mod tests {
         let mut fl = finding("Leak_DefinitelyLost", 32, 2);
         let key = (lost, Some(1));
         let mut keyed = vec![(&key, &mut fl)];
-        let out = resolve(&mut keyed, &[&msgs], &snaps, &finals, &[true], 0).unwrap();
+        let out = resolve(&mut keyed, &[&msgs], &[Some(1)], &snaps, &finals, &[true], 0).unwrap();
         assert_eq!(out.checkpoints, 4);
         assert_eq!(out.repeat, 2);
         let t: Vec<(&str, u64, u64)> = fl

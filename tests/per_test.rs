@@ -347,6 +347,17 @@ fn recorded_checkpoints_fixture() {
     assert_eq!(out.status.code(), Some(1));
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_c_checkpoints(&r, &common::programs_dir().join("pytest/checkpoints.c"));
+    // Read in small chunks, in parallel: the same report.
+    for chunk in ["2000", "7000"] {
+        let chunked = Command::new(common::leakgate_bin())
+            .args(["analyze", "--format", "json"])
+            .arg(&xml)
+            .env("LEAKGATE_CHUNK_BYTES", chunk)
+            .env("LEAKGATE_THREADS", "2")
+            .output()
+            .unwrap();
+        assert_eq!(chunked.stdout, out.stdout, "chunks of {chunk} bytes");
+    }
 }
 
 #[test]

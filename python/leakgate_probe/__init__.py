@@ -50,6 +50,8 @@ _RUNNING_ON_VALGRIND = 0x1001
 _PRINTF_VALIST_BY_REF = 0x1403
 _DO_LEAK_CHECK = (ord("M") << 24 | ord("C") << 16) + 6  # VG_USERREQ_TOOL_BASE('M','C') + 6
 _LEAK_CHECK_FULL = 0
+_LEAK_CHECK_SUMMARY = 1
+_DELTA_ANY = 0
 _DELTA_CHANGED = 2  # VALGRIND_DO_CHANGED_LEAK_CHECK: increases and decreases
 
 # unsigned long request(unsigned long *args, unsigned long default)
@@ -232,8 +234,10 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True):
 
     leakgate attributes the blocks lost (or still reachable) since the
     previous checkpoint to ``label``. ``collect`` runs the garbage collector
-    first, so that objects only waiting for it are not counted. Returns
-    whether a snapshot was taken (False without Valgrind)."""
+    first, so that objects only waiting for it are not counted. A ``start``
+    checkpoint takes a silent baseline instead (a summary leak check: the
+    heap as it is then is not listed, later snapshots show what changed
+    since). Returns whether a snapshot was taken (False without Valgrind)."""
     global _seq
     if not available():
         return False
@@ -241,5 +245,8 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True):
         gc.collect()
     _seq += 1
     _printf(marker_text(label, kind=kind, rep=rep, of=of, seq=_seq))
-    _request(_DO_LEAK_CHECK, _LEAK_CHECK_FULL, _DELTA_CHANGED)
+    if kind == "start":
+        _request(_DO_LEAK_CHECK, _LEAK_CHECK_SUMMARY, _DELTA_ANY)
+    else:
+        _request(_DO_LEAK_CHECK, _LEAK_CHECK_FULL, _DELTA_CHANGED)
     return True

@@ -10,7 +10,9 @@
  *
  * leakgate_checkpoint(label) writes a marker into Valgrind's XML report
  * (like VALGRIND_PRINTF) and takes a leak snapshot right after it (like
- * VALGRIND_DO_CHANGED_LEAK_CHECK); leakgate reports which checkpoint each
+ * VALGRIND_DO_CHANGED_LEAK_CHECK); leakgate_checkpoint_kind(label, "start")
+ * takes a silent baseline instead (VALGRIND_DO_QUICK_LEAK_CHECK), so that
+ * what exists before it is not listed. leakgate reports which checkpoint each
  * leak grew in, and whether it grows at every call. Self-contained: no
  * Valgrind headers needed (the client-request sequence of valgrind.h for
  * x86-64 and aarch64 is inlined; elsewhere the calls do nothing). Without
@@ -99,8 +101,11 @@ static inline void leakgate_checkpoint_kind(const char *label, const char *kind)
     buf[n] = 0;
     {
         volatile unsigned long pr[6] = {0x1403, (unsigned long)buf, (unsigned long)va, 0, 0, 0};
+        /* "start": a silent baseline (summary leak check); else a
+         * changed-blocks leak check listing what changed since. */
+        int start = kind[0] == 's' && kind[1] == 't' && kind[2] == 'a';
         volatile unsigned long lc[6] = {((unsigned long)'M' << 24 | (unsigned long)'C' << 16) + 6,
-                                        0, 2, 0, 0, 0};
+                                        start ? 1UL : 0UL, start ? 0UL : 2UL, 0, 0, 0};
         leakgate_request(pr, 0);
         leakgate_request(lc, 0);
     }

@@ -453,7 +453,13 @@ fn by_test(o: &mut String, r: &Report, user: &[&Finding], st: &Style) {
             .position(|t| k.0 == "test" && *t == k.1)
             .unwrap_or(usize::MAX)
     };
-    order.sort_by_key(|k| (k.0 != "start", rank(k), k.0 == "exit"));
+    order.sort_by_key(|k| {
+        (
+            k.0 != "start",
+            matches!(k.0.as_str(), "exit" | "outside"),
+            rank(k),
+        )
+    });
     let _ = writeln!(o);
     let repeat = if pt.repeat > 1 {
         format!(", each run {} times", pt.repeat)
