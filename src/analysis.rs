@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::attribute::{Attribution, Attributor, Location};
+use crate::checkpoints::SnapRec;
 use crate::model::{ExitStatus, Frame, ProcessInfo, Record};
 use crate::parse::{self, InputError, Interner};
 use crate::report::{Finding, FindingProcess, FrameOut, ProcessOut, Summary};
-use crate::checkpoints::SnapRec;
 use crate::suppress::{MatchOutcome, SuppressionSet, Suppressor};
 
 /// Stacks of noise findings are cut to this many frames (user findings keep all).
@@ -252,7 +252,10 @@ impl Aggregator {
     /// ordinary reports.
     fn add_final(&mut self, rec: &Record, att: &Attribution) {
         if rec.is_leak() {
-            let (b, n) = (rec.leaked_bytes.unwrap_or(0), rec.leaked_blocks.unwrap_or(0));
+            let (b, n) = (
+                rec.leaked_bytes.unwrap_or(0),
+                rec.leaked_blocks.unwrap_or(0),
+            );
             self.finals.push(snap_rec(rec, att, b as i64, n as i64));
         }
     }
@@ -986,7 +989,10 @@ pub fn analyze_files_with(
     let mut fold = |u: usize, mut out: UnitOut| {
         let unit = &units[u];
         // Snapshot records count the messages of their own chunk only.
-        let before: usize = pending.iter().map(|p| p.process.client_messages.len()).sum();
+        let before: usize = pending
+            .iter()
+            .map(|p| p.process.client_messages.len())
+            .sum();
         if before > 0 {
             for s in &mut out.agg.snaps {
                 s.msgs += before as u32;

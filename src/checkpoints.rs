@@ -121,6 +121,9 @@ pub struct SnapRec {
     pub dblocks: i64,
 }
 
+/// (allocation site, finding key, lost): what one loss record counts.
+type SiteKey = (u64, (u64, Option<u32>), bool);
+
 /// A checkpoint: (process, index of its marker among the process' messages).
 type Ckpt = (usize, usize);
 
@@ -181,7 +184,8 @@ fn process_group(
     // Lost blocks: first those that were reachable before (the lag).
     for s in group.iter().filter(|s| s.lost && s.dblocks > 0) {
         let l = live.entry((s.process, s.site)).or_default();
-        let avail = left.get(&s.site).copied().unwrap_or(0) - moved.get(&s.site).copied().unwrap_or(0);
+        let avail =
+            left.get(&s.site).copied().unwrap_or(0) - moved.get(&s.site).copied().unwrap_or(0);
         let from_live = s.dblocks.min(avail.max(0));
         let per_block = s.dbytes.max(0) / s.dblocks.max(1);
         let mut placed = 0;
@@ -268,7 +272,9 @@ pub fn resolve(
         i = j;
         process_group(group, c, &mut live, &mut shares);
         for s in group {
-            let e = cum.entry((s.process, s.site, s.key, s.lost)).or_insert((0, 0));
+            let e = cum
+                .entry((s.process, s.site, s.key, s.lost))
+                .or_insert((0, 0));
             e.0 += s.dbytes;
             e.1 += s.dblocks;
         }
@@ -281,13 +287,13 @@ pub fn resolve(
         if !complete.get(p).copied().unwrap_or(false) {
             continue;
         }
-        let mut fin: BTreeMap<(u64, (u64, Option<u32>), bool), (i64, i64)> = BTreeMap::new();
+        let mut fin: BTreeMap<SiteKey, (i64, i64)> = BTreeMap::new();
         for f in finals.iter().filter(|f| f.process == p) {
             let e = fin.entry((f.site, f.key, f.lost)).or_insert((0, 0));
             e.0 += f.dbytes;
             e.1 += f.dblocks;
         }
-        let mut all: BTreeMap<(u64, (u64, Option<u32>), bool), (i64, i64)> = fin.clone();
+        let mut all = fin.clone();
         for (&(q, site, key, lost), v) in &cum {
             if q == p {
                 let e = all.entry((site, key, lost)).or_insert((0, 0));
@@ -334,9 +340,7 @@ pub fn resolve(
         let per = shares.get(*key).unwrap_or(&empty);
         let mut cks: Vec<(&Ckpt, &(i64, i64))> =
             per.iter().filter(|(_, v)| v.0 > 0 || v.1 > 0).collect();
-        if cks.is_empty()
-            && (!f.is_leak() || !f.pids.iter().any(|p| marked_pids.contains(p)))
-        {
+        if cks.is_empty() && (!f.is_leak() || !f.pids.iter().any(|p| marked_pids.contains(p))) {
             continue;
         }
         cks.sort_by_key(|(c, _)| rank.get(c).copied().unwrap_or(usize::MAX));
@@ -361,7 +365,10 @@ pub fn resolve(
             let (b, n) = (v.0.max(0) as u64, v.1.max(0) as u64);
             total.0 += b;
             total.1 += n;
-            let t = match tests.iter_mut().position(|t| t.test == label && t.kind == kind) {
+            let t = match tests
+                .iter_mut()
+                .position(|t| t.test == label && t.kind == kind)
+            {
                 Some(i) => &mut tests[i],
                 None => {
                     let reps = if kind == "test" {
@@ -515,7 +522,9 @@ mod tests {
     #[test]
     fn deltas() {
         assert_eq!(
-            parse_delta("80 (+40) bytes in 2 (+1) blocks are definitely lost in loss record 5 of 10"),
+            parse_delta(
+                "80 (+40) bytes in 2 (+1) blocks are definitely lost in loss record 5 of 10"
+            ),
             Some((40, 1))
         );
         assert_eq!(
@@ -567,7 +576,12 @@ mod tests {
         // Test a (2 repetitions) allocates a block per run at site 7: still
         // reachable at its checkpoints (a stale pointer); the first is lost
         // at test b's checkpoint, the second only at exit.
-        let msgs = vec![marker("a", 1), marker("a", 2), marker("b", 1), marker("b", 2)];
+        let msgs = vec![
+            marker("a", 1),
+            marker("a", 2),
+            marker("b", 1),
+            marker("b", 2),
+        ];
         let (reach, lost) = (1u64, 2u64);
         let snaps = vec![
             rec(1, reach, false, 16, 1),
@@ -580,7 +594,16 @@ mod tests {
         let mut fl = finding("Leak_DefinitelyLost", 32, 2);
         let key = (lost, Some(1));
         let mut keyed = vec![(&key, &mut fl)];
-        let out = resolve(&mut keyed, &[&msgs], &[Some(1)], &snaps, &finals, &[true], 0).unwrap();
+        let out = resolve(
+            &mut keyed,
+            &[&msgs],
+            &[Some(1)],
+            &snaps,
+            &finals,
+            &[true],
+            0,
+        )
+        .unwrap();
         assert_eq!(out.checkpoints, 4);
         assert_eq!(out.repeat, 2);
         let t: Vec<(&str, u64, u64)> = fl
@@ -592,8 +615,14 @@ mod tests {
         assert_eq!(
             fl.tests[0].repetitions,
             [
-                BytesBlocks { bytes: 16, blocks: 1 },
-                BytesBlocks { bytes: 16, blocks: 1 }
+                BytesBlocks {
+                    bytes: 16,
+                    blocks: 1
+                },
+                BytesBlocks {
+                    bytes: 16,
+                    blocks: 1
+                }
             ]
         );
         assert_eq!(fl.growth.as_deref(), Some("per_call"));

@@ -153,7 +153,10 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
     let (code, r, stderr) = leakgate_json(&dir, &["--junit", "junit.xml"], &pytest);
     assert_eq!(code, 1, "{stderr}\n{:#}", r["verdict"]);
     let env = r["environment"].to_string();
-    assert!(env.contains("PYTEST_PLUGINS=leakgate_probe.autoload"), "{env}");
+    assert!(
+        env.contains("PYTEST_PLUGINS=leakgate_probe.autoload"),
+        "{env}"
+    );
     let pt = &r["per_test"];
     let tests: Vec<&str> = pt["tests"]
         .as_array()
@@ -174,7 +177,10 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
         ]
     );
     let per_call = finding(&r, "Leak_DefinitelyLost", "leak_malloc");
-    assert_eq!(per_call["location"]["line"].as_u64(), Some(line("@py_malloc").into()));
+    assert_eq!(
+        per_call["location"]["line"].as_u64(),
+        Some(line("@py_malloc").into())
+    );
     assert_eq!(
         shares(per_call),
         [(format!("{SUITE}test_leaks_per_call"), 48, 1)]
@@ -183,7 +189,10 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
     let param = finding(&r, "Leak_DefinitelyLost", "error_path_leak");
     assert_eq!(shares(param), [(format!("{SUITE}test_param[1]"), 40, 1)]);
     let cache = finding(&r, "Leak_StillReachable", "fill_cache");
-    assert_eq!(shares(cache), [(format!("{SUITE}test_fills_cache"), 256, 1)]);
+    assert_eq!(
+        shares(cache),
+        [(format!("{SUITE}test_fills_cache"), 256, 1)]
+    );
     // No user finding grew in the clean tests.
     for f in r["findings"].as_array().unwrap() {
         for (t, _, _) in shares(f) {
@@ -197,7 +206,10 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
     }
     assert_shares_add_up(&r);
     // Reachable blocks were shown to follow them, but not as noise.
-    assert_eq!(r["summary"]["noise"]["by_kind"]["Leak_StillReachable"], Value::Null);
+    assert_eq!(
+        r["summary"]["noise"]["by_kind"]["Leak_StillReachable"],
+        Value::Null
+    );
     assert!(pt["hidden_reachable"].as_u64().unwrap() > 0);
     // JUnit: one testcase per leaking test, named as pytest names it.
     let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
@@ -205,7 +217,10 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
         junit.contains(r#"name="test_leaks_per_call" classname="test_suite""#),
         "{junit}"
     );
-    assert!(junit.contains(r#"name="test_param[1]" classname="test_suite""#), "{junit}");
+    assert!(
+        junit.contains(r#"name="test_param[1]" classname="test_suite""#),
+        "{junit}"
+    );
     assert!(!junit.contains(r#"name="test_clean""#), "{junit}");
 
     // 2. --repeat 3: per-call leaks grow at every repetition, the cache once.
@@ -216,14 +231,20 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
     assert_eq!(per_call["growth"], "per_call", "{per_call:#}");
     assert_eq!(per_call["per_call"]["bytes"], 48);
     assert_eq!(per_call["per_call"]["blocks"], 1);
-    assert_eq!(reps(per_call, &format!("{SUITE}test_leaks_per_call")), [48, 48, 48]);
+    assert_eq!(
+        reps(per_call, &format!("{SUITE}test_leaks_per_call")),
+        [48, 48, 48]
+    );
     assert_eq!(per_call["bytes"], 144);
     let param = finding(&r3, "Leak_DefinitelyLost", "error_path_leak");
     assert_eq!(param["growth"], "per_call");
     assert_eq!(reps(param, &format!("{SUITE}test_param[1]")), [40, 40, 40]);
     let cache = finding(&r3, "Leak_StillReachable", "fill_cache");
     assert_eq!(cache["growth"], "one_time", "{cache:#}");
-    assert_eq!(reps(cache, &format!("{SUITE}test_fills_cache")), [256, 0, 0]);
+    assert_eq!(
+        reps(cache, &format!("{SUITE}test_fills_cache")),
+        [256, 0, 0]
+    );
     assert_eq!(cache["gated"], false);
     // A reachable container that grows at every call is gated.
     let registry = finding(&r3, "Leak_StillReachable", "grow_registry");
@@ -265,7 +286,11 @@ fn pytest_suite_passes_under_plain_python() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Without Valgrind the plugin does nothing: every test ran once.
     assert!(stdout.contains("7 passed"), "{stdout}");
     let out = Command::new(&py)
@@ -278,9 +303,15 @@ fn pytest_suite_passes_under_plain_python() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(
-        stdout.starts_with(r#"leakgate-checkpoint {"v":1,"kind":"test","label":"a\u003cb\u003e\u0026\u0025"}"#),
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with(
+            r#"leakgate-checkpoint {"v":1,"kind":"test","label":"a\u003cb\u003e\u0026\u0025"}"#
+        ),
         "{stdout}"
     );
 }
@@ -314,7 +345,8 @@ fn assert_c_checkpoints(r: &Value, src: &Path) {
     );
     assert_eq!(leak["growth"], "per_call", "{leak:#}");
     assert_eq!(leak["per_call"]["bytes"], 24);
-    let expect: Vec<(String, u64, u64)> = (1..=5).map(|i| (format!("request {i}"), 24, 1)).collect();
+    let expect: Vec<(String, u64, u64)> =
+        (1..=5).map(|i| (format!("request {i}"), 24, 1)).collect();
     assert_eq!(shares(leak), expect);
     let cache = finding(r, "Leak_StillReachable", "handle");
     assert_eq!(cache["growth"], "one_time", "{cache:#}");

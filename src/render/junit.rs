@@ -422,10 +422,7 @@ mod tests {
                 Some("tests/test_x.py".to_string())
             )
         );
-        assert_eq!(
-            pytest_names("test_y.py::test_c").1,
-            "test_c".to_string()
-        );
+        assert_eq!(pytest_names("test_y.py::test_c").1, "test_c".to_string());
     }
 
     #[test]
