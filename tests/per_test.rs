@@ -269,6 +269,57 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
 }
 
 #[test]
+fn pytest_outcomes_skip_fail_x_k() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let Some(py) = pytest_python_or_skip() else {
+        return;
+    };
+    let tmp = common::tempdir();
+    let dir = suite_dir(&py, tmp.path());
+    let (code, r, stderr) = leakgate_json(
+        &dir,
+        &["--repeat", "2"],
+        &[
+            py.to_str().unwrap(),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-x",
+            "-k",
+            "not never",
+            "outcomes_check.py",
+        ],
+    );
+    // The gate fails (1) before the failed target (4) counts.
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(r["target_exit"]["code"], 1);
+    let tests: Vec<&str> = r["per_test"]["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tests,
+        [
+            "outcomes_check.py::test_skipped",
+            "outcomes_check.py::test_leaks_then_fails"
+        ]
+    );
+    let f = finding(&r, "Leak_DefinitelyLost", "leak_malloc");
+    // -x stopped the repetitions after the failure: one run, one block.
+    assert_eq!(
+        shares(f),
+        [("outcomes_check.py::test_leaks_then_fails".to_string(), 48, 1)]
+    );
+    assert_eq!(f["bytes"], 48);
+}
+
+#[test]
 fn pytest_suite_passes_under_plain_python() {
     let Some(py) = pytest_python_or_skip() else {
         return;
@@ -293,6 +344,36 @@ fn pytest_suite_passes_under_plain_python() {
     );
     // Without Valgrind the plugin does nothing: every test ran once.
     assert!(stdout.contains("7 passed"), "{stdout}");
+    // An installed leakgate_probe registers the plugin through its pytest11
+    // entry point; leakgate's autoload then leaves it alone (pytest would
+    // refuse the same module under a second name).
+    let site = tmp.path().join("site");
+    let dist = site.join("leakgate_probe-1.dist-info");
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(
+        dist.join("METADATA"),
+        "Metadata-Version: 2.1\nName: leakgate-probe\nVersion: 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dist.join("entry_points.txt"),
+        "[pytest11]\nleakgate = leakgate_probe.pytest_plugin\n",
+    )
+    .unwrap();
+    let both = std::env::join_paths([probe.clone(), site.clone()]).unwrap();
+    let out = Command::new(&py)
+        .current_dir(&dir)
+        .env("PYTHONPATH", &both)
+        .env("PYTEST_PLUGINS", "leakgate_probe.autoload")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--trace-config"])
+        .arg("test_grow.py")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("1 passed"), "{stdout}");
+    assert!(stdout.contains("leakgate"), "entry point not loaded: {stdout}");
     let out = Command::new(&py)
         .env("PYTHONPATH", &probe)
         .args([
@@ -370,7 +451,7 @@ fn c_program_checkpoints_through_the_header() {
 
 #[test]
 fn recorded_checkpoints_fixture() {
-    let xml = common::repo_root().join("fixtures/recorded/checkpoints.xml");
+    let xml = common::repo_root().join("fixtures/checkpoints/checkpoints.xml");
     let out = Command::new(common::leakgate_bin())
         .args(["analyze", "--format", "json"])
         .arg(&xml)

@@ -408,15 +408,17 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         let probe = crate::checkpoints::write_probe(&dir.path().join("probe"))
             .map_err(RunError::TempDir)?;
         let mut pp = OsString::from(probe.as_os_str());
-        if let Some(old) = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty()) {
+        let old = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty());
+        if let Some(old) = &old {
             pp.push(":");
-            pp.push(&old);
+            pp.push(old);
         }
         cmd.env("PYTHONPATH", &pp);
         cmd.env("LEAKGATE_PROBE", "1");
         environment.push(format!(
-            "PYTHONPATH={}:… (set by leakgate: the leakgate_probe package for per-test leak checks)",
-            probe.display()
+            "PYTHONPATH={}{} (set by leakgate: the leakgate_probe package for per-test leak checks)",
+            probe.display(),
+            if old.is_some() { ":… (yours after it)" } else { "" }
         ));
         if pytest {
             let plugins = match std::env::var("PYTEST_PLUGINS") {
