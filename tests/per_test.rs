@@ -314,7 +314,11 @@ fn pytest_outcomes_skip_fail_x_k() {
     // -x stopped the repetitions after the failure: one run, one block.
     assert_eq!(
         shares(f),
-        [("outcomes_check.py::test_leaks_then_fails".to_string(), 48, 1)]
+        [(
+            "outcomes_check.py::test_leaks_then_fails".to_string(),
+            48,
+            1
+        )]
     );
     assert_eq!(f["bytes"], 48);
 }
@@ -366,14 +370,28 @@ fn pytest_suite_passes_under_plain_python() {
         .env("PYTHONPATH", &both)
         .env("PYTEST_PLUGINS", "leakgate_probe.autoload")
         .env("PYTHONDONTWRITEBYTECODE", "1")
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--trace-config"])
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--trace-config",
+        ])
         .arg("test_grow.py")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("1 passed"), "{stdout}");
-    assert!(stdout.contains("leakgate"), "entry point not loaded: {stdout}");
+    assert!(
+        stdout.contains("leakgate"),
+        "entry point not loaded: {stdout}"
+    );
     let out = Command::new(&py)
         .env("PYTHONPATH", &probe)
         .args([

@@ -570,7 +570,11 @@ fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, context: u32) 
             (Some("one_time"), _) => "one-time: grew once and not again".to_string(),
             _ => "growth unknown (--repeat 2 or more tells)".to_string(),
         };
-        let _ = writeln!(o, "<p class=\"what\">{}</p>\n<ul class=\"tests\">", esc(&growth));
+        let _ = writeln!(
+            o,
+            "<p class=\"what\">{}</p>\n<ul class=\"tests\">",
+            esc(&growth)
+        );
         const TESTS: usize = 20;
         for t in f.tests.iter().take(TESTS) {
             let _ = writeln!(
