@@ -388,9 +388,13 @@ fn pytest_suite_passes_under_plain_python() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("1 passed"), "{stdout}");
+    // Registered once, by the entry point (before autoload ran).
+    let plugin = "PLUGIN registered: <module 'leakgate_probe.pytest_plugin'";
+    let autoload = "PLUGIN registered: <module 'leakgate_probe.autoload'";
+    assert_eq!(stdout.matches(plugin).count(), 1, "{stdout}");
     assert!(
-        stdout.contains("leakgate"),
-        "entry point not loaded: {stdout}"
+        stdout.find(plugin) < stdout.find(autoload),
+        "entry point not loaded first: {stdout}"
     );
     let out = Command::new(&py)
         .env("PYTHONPATH", &probe)
