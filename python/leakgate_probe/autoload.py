@@ -3,10 +3,18 @@
 registered already (the ``pytest11`` entry point of an installed
 leakgate_probe) or blocked with ``-p no:leakgate``."""
 
-import pytest
+try:
+    import pytest
+
+    _hookimpl = pytest.hookimpl
+except ImportError:  # imported without pytest: nothing will call the hooks
+
+    def _hookimpl(**_kw):
+        return lambda f: f
 
 
-@pytest.hookimpl(tryfirst=True)
+
+@_hookimpl(tryfirst=True)
 def pytest_configure(config):
     from leakgate_probe import pytest_plugin
 

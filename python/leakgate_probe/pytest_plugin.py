@@ -19,7 +19,15 @@ whichever comes first.
 
 import os
 
-import pytest
+try:
+    import pytest
+
+    _hookimpl = pytest.hookimpl
+except ImportError:  # imported without pytest: nothing will call the hooks
+
+    def _hookimpl(**_kw):
+        return lambda f: f
+
 
 import leakgate_probe as _probe
 
@@ -35,14 +43,14 @@ def _repeat():
         return 1
 
 
-@pytest.hookimpl(tryfirst=True)
+@_hookimpl(tryfirst=True)
 def pytest_runtestloop(session):
     # Everything collection imported and allocated is the "start" snapshot's.
     if _enabled() and not session.config.option.collectonly:
         _probe.checkpoint("collection", kind="start")
 
 
-@pytest.hookimpl(tryfirst=True)
+@_hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     if not _enabled():
         return None
@@ -61,7 +69,7 @@ def pytest_runtest_protocol(item, nextitem):
     return True
 
 
-@pytest.hookimpl(trylast=True)
+@_hookimpl(trylast=True)
 def pytest_sessionfinish(session):
     # After the runner's own sessionfinish tore down what was left.
     if _enabled():
