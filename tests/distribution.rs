@@ -25,20 +25,7 @@ fn build_target_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("distribution-target")
 }
 
-fn output(cmd: &mut Command, what: &str) -> Output {
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot start {what}: {e}"))
-}
-
-fn check(out: &Output, what: &str) {
-    assert!(
-        out.status.success(),
-        "{what} failed ({})\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use common::{check_success as check, run_capture as output};
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
