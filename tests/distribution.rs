@@ -18,14 +18,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
+use common::{check_success as check, run_capture as output};
+
 /// The two builds share a target directory: one at a time.
 static BUILD: Mutex<()> = Mutex::new(());
 
 fn build_target_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("distribution-target")
 }
-
-use common::{check_success as check, run_capture as output};
 
 fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
