@@ -760,13 +760,12 @@ impl SourceLines {
 }
 
 /// Files larger than this are read in chunks of about `CHUNK` bytes (cut at
-/// `<error>` lines), parsed in parallel, each read into its own buffer:
-/// memory stays flat whatever the file's size (a memory map would count the
-/// whole file in the resident set).
+/// `<error>` lines), parsed in parallel, each mapped on its own and unmapped
+/// when done: memory stays flat whatever the file's size (one map of the
+/// whole file would count all of it in the resident set).
 const CHUNK_MIN: u64 = 32 << 20;
 const CHUNK: u64 = 8 << 20;
 
-/// Reads `len` bytes at `offset` (short at end of file).
 /// This process's peak resident set (`VmHWM`), for LEAKGATE_TIMINGS.
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -790,6 +789,7 @@ fn map_at(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<memm
     }
 }
 
+/// Reads `len` bytes at `offset` (short at end of file).
 fn read_at(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; len];

@@ -44,6 +44,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Suppressions(c) => cmd_suppressions(c),
         Command::Suppress(a) => crate::generate::cmd_suppress(a),
         Command::Report(a) => cmd_report(a),
+        Command::Completions { shell } => crate::manual::completions(shell),
+        Command::Man { command } => crate::manual::man(command.as_deref()),
     }
 }
 

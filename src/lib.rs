@@ -17,6 +17,7 @@ pub mod ci;
 pub mod cli;
 pub mod gate;
 pub mod generate;
+pub mod manual;
 pub mod model;
 pub mod parse;
 pub mod policy;
