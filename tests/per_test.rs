@@ -324,6 +324,30 @@ fn pytest_outcomes_skip_fail_x_k() {
 }
 
 #[test]
+fn python_service_checkpoints() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let Some(py) = pytest_python_or_skip() else {
+        return;
+    };
+    let tmp = common::tempdir();
+    let dir = suite_dir(&py, tmp.path());
+    let (code, r, stderr) =
+        leakgate_json(&dir, &["--per-test"], &[py.to_str().unwrap(), "service.py"]);
+    assert_eq!(code, 1, "{stderr}");
+    let leak = finding(&r, "Leak_DefinitelyLost", "leak_malloc");
+    assert_eq!(leak["growth"], "per_call", "{leak:#}");
+    assert_eq!(leak["per_call"]["bytes"], 48);
+    let expect: Vec<(String, u64, u64)> =
+        (1..=4).map(|i| (format!("request {i}"), 48, 1)).collect();
+    assert_eq!(shares(leak), expect);
+    let cache = finding(&r, "Leak_StillReachable", "fill_cache");
+    assert_eq!(cache["growth"], "one_time", "{cache:#}");
+    assert_eq!(shares(cache), [("request 1".to_string(), 256, 1)]);
+}
+
+#[test]
 fn pytest_suite_passes_under_plain_python() {
     let Some(py) = pytest_python_or_skip() else {
         return;
