@@ -2,7 +2,9 @@
 //!
 //! Finds valgrind, builds its command line (one XML file per process,
 //! `vg.%p.%n.xml`, into a private temporary directory; child processes
-//! traced by default), sets `PYTHONMALLOC=malloc` for Python targets, runs
+//! traced by default), sets `PYTHONMALLOC=malloc` for Python targets (and
+//! for pytest targets puts the `leakgate_probe` package on `PYTHONPATH`
+//! with its plugin in `PYTEST_PLUGINS`: per-test checkpoints), runs
 //! the target with its argv passed as argv (never through a shell), its
 //! stdout untouched and its stderr passed through as it comes (watched for
 //! PyTorch's CUDA-IPC warning and Valgrind's own messages), and hands back
