@@ -77,6 +77,12 @@ pub struct Options {
     pub hide_noise_reachable: bool,
 }
 
+/// A non-leak record's place: (process, `<clientmsg>`s before it, finding key).
+pub type ErrMark = (usize, u32, (u64, Option<u32>));
+
+/// Bounds the error places kept (one per error record, not per occurrence).
+const ERR_MARKS_MAX: usize = 1 << 20;
+
 struct Acc {
     key: (u64, Option<u32>),
     finding: Finding,
@@ -126,6 +132,9 @@ pub struct Aggregator {
     /// Loss records of the final leak checks (absolute `dbytes`/`dblocks`):
     /// the tracker's last snapshot.
     finals: Vec<SnapRec>,
+    /// Non-leak records: (process, `<clientmsg>`s before it, finding key),
+    /// to tell which test (checkpoint) an error occurred in.
+    err_marks: Vec<ErrMark>,
     /// (process, site) of every snapshot record merged so far.
     snap_sites: std::collections::HashSet<(usize, u64)>,
     pub options: Options,
@@ -207,6 +216,7 @@ impl Aggregator {
             snaps: Vec::new(),
             finals: Vec::new(),
             snap_sites: Default::default(),
+            err_marks: Vec::new(),
             options: Options::default(),
             hidden_reachable: 0,
         }
@@ -325,6 +335,9 @@ impl Aggregator {
         self.add_final(&rec, &att);
         let (fp, line) = fingerprint(&rec, &att);
         let key = (fp, line);
+        if !rec.is_leak() && self.err_marks.len() < ERR_MARKS_MAX {
+            self.err_marks.push((rec.process, rec.client_msgs, key));
+        }
         let idx = match self.index.get(&key) {
             Some(&i) => {
                 let acc = &mut self.accs[i];
@@ -456,6 +469,7 @@ impl Aggregator {
         self.snap_sites
             .extend(other.snaps.iter().map(|s| (s.process, s.site)));
         self.snaps.extend(other.snaps);
+        self.err_marks.extend(other.err_marks);
         let sites = &self.snap_sites;
         self.finals.extend(
             other
@@ -511,12 +525,15 @@ impl Aggregator {
             let pids: Vec<Option<u64>> = processes.iter().map(|p| p.pid).collect();
             crate::checkpoints::resolve(
                 &mut keyed,
-                &messages,
-                &pids,
-                &self.snaps,
-                &self.finals,
-                &complete,
-                self.hidden_reachable,
+                &crate::checkpoints::Inputs {
+                    messages: &messages,
+                    pids: &pids,
+                    complete: &complete,
+                    snaps: &self.snaps,
+                    finals: &self.finals,
+                    errors: &self.err_marks,
+                    hidden_reachable: self.hidden_reachable,
+                },
             )
         };
         let mut lines = SourceLines::default();
@@ -996,6 +1013,9 @@ pub fn analyze_files_with(
         if before > 0 {
             for s in &mut out.agg.snaps {
                 s.msgs += before as u32;
+            }
+            for e in &mut out.agg.err_marks {
+                e.1 += before as u32;
             }
         }
         master.merge(out.agg);

@@ -216,19 +216,38 @@ fn process_group(
     }
 }
 
+/// What the tracker reads, per process (by index) and in file order.
+pub struct Inputs<'a> {
+    /// Each process' `<clientmsg>` texts.
+    pub messages: &'a [&'a [String]],
+    pub pids: &'a [Option<u64>],
+    /// Whether each process' XML is complete (its final leak check is there).
+    pub complete: &'a [bool],
+    /// Loss records of the snapshots.
+    pub snaps: &'a [SnapRec],
+    /// Loss records of the final leak checks (absolute values).
+    pub finals: &'a [SnapRec],
+    /// Where each non-leak record was.
+    pub errors: &'a [crate::analysis::ErrMark],
+    pub hidden_reachable: u64,
+}
+
 /// What the checkpoints say about each finding: fills `tests`, `growth`
 /// and `per_call` of `findings` (given with their keys) and returns the
-/// report's per-test section. `messages[p]` are process p's `<clientmsg>`
-/// texts; `snaps` the snapshot records in file order.
+/// report's per-test section.
 pub fn resolve(
     findings: &mut [(&(u64, Option<u32>), &mut Finding)],
-    messages: &[&[String]],
-    pids: &[Option<u64>],
-    snaps: &[SnapRec],
-    finals: &[SnapRec],
-    complete: &[bool],
-    hidden_reachable: u64,
+    input: &Inputs<'_>,
 ) -> Option<PerTestOut> {
+    let Inputs {
+        messages,
+        pids,
+        complete,
+        snaps,
+        finals,
+        errors,
+        hidden_reachable,
+    } = *input;
     // Markers per process, and for each message count the last marker.
     let mut markers: HashMap<Ckpt, Marker> = HashMap::new();
     let mut last_marker: Vec<Vec<Option<usize>>> = Vec::with_capacity(messages.len());
@@ -316,6 +335,23 @@ pub fn resolve(
             .collect();
         process_group(&group, (p, EXIT), &mut live, &mut shares);
     }
+    // Memory errors: the checkpoint after a record ended the test it
+    // happened in (Valgrind writes an error context at its first occurrence).
+    let mut errs: HashMap<(u64, Option<u32>), BTreeMap<Ckpt, u64>> = HashMap::new();
+    for &(p, msgs, key) in errors {
+        let Some(msgs_of) = messages.get(p) else {
+            continue;
+        };
+        if !order.iter().any(|c| c.0 == p) {
+            continue;
+        }
+        let next = (msgs as usize..msgs_of.len()).find(|i| markers.contains_key(&(p, *i)));
+        *errs
+            .entry(key)
+            .or_default()
+            .entry((p, next.unwrap_or(EXIT)))
+            .or_default() += 1;
+    }
     // Repetitions actually run, per test label.
     let mut reps_run: HashMap<&str, u32> = HashMap::new();
     for c in &order {
@@ -336,6 +372,37 @@ pub fn resolve(
         .collect();
     let rank: HashMap<Ckpt, usize> = order.iter().enumerate().map(|(i, c)| (*c, i)).collect();
     for (key, f) in findings.iter_mut() {
+        if !f.is_leak() {
+            let Some(per) = errs.get(*key) else { continue };
+            let mut cks: Vec<(&Ckpt, &u64)> = per.iter().collect();
+            cks.sort_by_key(|(c, _)| rank.get(c).copied().unwrap_or(usize::MAX));
+            for (c, n) in cks {
+                let (kind, label) = match markers.get(c) {
+                    Some(m) => (m.kind.clone(), m.label.clone()),
+                    None => (
+                        "exit".to_string(),
+                        "(after the last checkpoint)".to_string(),
+                    ),
+                };
+                match f
+                    .tests
+                    .iter_mut()
+                    .find(|t| t.test == label && t.kind == kind)
+                {
+                    Some(t) => t.errors += n,
+                    None => f.tests.push(TestShare {
+                        test: label,
+                        kind,
+                        bytes: 0,
+                        blocks: 0,
+                        repetitions: Vec::new(),
+                        growth: None,
+                        errors: *n,
+                    }),
+                }
+            }
+            continue;
+        }
         let empty = BTreeMap::new();
         let per = shares.get(*key).unwrap_or(&empty);
         let mut cks: Vec<(&Ckpt, &(i64, i64))> =
@@ -387,6 +454,7 @@ pub fn resolve(
                             Vec::new()
                         },
                         growth: None,
+                        errors: 0,
                     });
                     tests.last_mut().expect("just pushed")
                 }
@@ -417,6 +485,7 @@ pub fn resolve(
                     blocks: fk.saturating_sub(total.1),
                     repetitions: Vec::new(),
                     growth: None,
+                    errors: 0,
                 });
             }
         }
@@ -596,12 +665,15 @@ mod tests {
         let mut keyed = vec![(&key, &mut fl)];
         let out = resolve(
             &mut keyed,
-            &[&msgs],
-            &[Some(1)],
-            &snaps,
-            &finals,
-            &[true],
-            0,
+            &Inputs {
+                messages: &[&msgs],
+                pids: &[Some(1)],
+                complete: &[true],
+                snaps: &snaps,
+                finals: &finals,
+                errors: &[],
+                hidden_reachable: 0,
+            },
         )
         .unwrap();
         assert_eq!(out.checkpoints, 4);

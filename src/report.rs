@@ -245,6 +245,14 @@ pub struct TestShare {
     /// This test's own growth: `per_call`, `one_time` or `unknown`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub growth: Option<String>,
+    /// Memory errors (not leaks): how many of the finding's error contexts
+    /// first occurred in this test.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub errors: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The checkpoints of a run (present when the XML had any).

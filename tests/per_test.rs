@@ -307,9 +307,17 @@ fn pytest_outcomes_skip_fail_x_k() {
         tests,
         [
             "outcomes_check.py::test_skipped",
+            "outcomes_check.py::test_reads_past_end",
             "outcomes_check.py::test_leaks_then_fails"
         ]
     );
+    // A memory error belongs to the test it first occurred in.
+    let err = finding(&r, "InvalidRead", "read_past_end");
+    let t = &err["tests"];
+    assert_eq!(t.as_array().unwrap().len(), 1, "{err:#}");
+    assert_eq!(t[0]["test"], "outcomes_check.py::test_reads_past_end");
+    assert_eq!(t[0]["errors"], 1);
+    assert_eq!(err["count"], 2, "both repetitions: {err:#}");
     let f = finding(&r, "Leak_DefinitelyLost", "leak_malloc");
     // -x stopped the repetitions after the failure: one run, one block.
     assert_eq!(

@@ -562,6 +562,7 @@ fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, context: u32) 
     }
     if !f.tests.is_empty() {
         let growth = match (f.growth.as_deref(), &f.per_call) {
+            _ if !f.is_leak() => "first occurred in:".to_string(),
             (Some("per_call"), Some(pc)) => format!(
                 "grows per call: +{} in +{} each time it ran",
                 plural(pc.bytes, "byte", "bytes"),
@@ -579,10 +580,17 @@ fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, context: u32) 
         for t in f.tests.iter().take(TESTS) {
             let _ = writeln!(
                 o,
-                "<li><code>{}</code>: +{} in {}</li>",
+                "<li><code>{}</code>: {}</li>",
                 esc_cut(&t.test, MAX_NAME_CHARS, "test"),
-                esc(&plural(t.bytes, "byte", "bytes")),
-                esc(&plural(t.blocks, "block", "blocks"))
+                esc(&if f.is_leak() {
+                    format!(
+                        "+{} in {}",
+                        plural(t.bytes, "byte", "bytes"),
+                        plural(t.blocks, "block", "blocks")
+                    )
+                } else {
+                    plural(t.errors, "error context", "error contexts")
+                })
             );
         }
         if f.tests.len() > TESTS {

@@ -195,10 +195,17 @@ fn per_test_cases<'a>(
                 covered.push(*f);
             }
             let place = ci::place(ctx, f);
-            body.push_str(&format!(
-                "{} at {place}: +{} bytes in {} blocks in this test",
-                f.kind, t.bytes, t.blocks
-            ));
+            if f.is_leak() {
+                body.push_str(&format!(
+                    "{} at {place}: +{} bytes in {} blocks in this test",
+                    f.kind, t.bytes, t.blocks
+                ));
+            } else {
+                body.push_str(&format!(
+                    "{} at {place}: first occurred in this test",
+                    f.kind
+                ));
+            }
             match (t.growth.as_deref(), &f.per_call) {
                 (Some("per_call"), Some(pc)) => body.push_str(&format!(
                     ", {} bytes ({} blocks) per call\n",

@@ -258,7 +258,11 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
             let _ = writeln!(o, "     fix: {a}");
         }
         if !f.tests.is_empty() {
-            let _ = writeln!(o, "     {}", growth_text(f));
+            if f.is_leak() {
+                let _ = writeln!(o, "     {}", growth_text(f));
+            } else {
+                let _ = writeln!(o, "     first occurred in:");
+            }
             const SHARES: usize = 10;
             for t in f.tests.iter().take(SHARES) {
                 let _ = writeln!(o, "       {}", share_text(t));
@@ -422,6 +426,13 @@ fn growth_text(f: &Finding) -> String {
 
 /// `tests/t.py::test_a: +48 bytes in 3 blocks (16, 16, 16 per repetition)`.
 fn share_text(t: &crate::report::TestShare) -> String {
+    if t.errors > 0 && t.bytes == 0 && t.blocks == 0 {
+        return format!(
+            "{}: {}",
+            t.test,
+            plural(t.errors, "error context", "error contexts")
+        );
+    }
     let mut s = format!(
         "{}: +{} in {}",
         t.test,
@@ -512,6 +523,11 @@ fn by_test(o: &mut String, r: &Report, user: &[&Finding], st: &Style) {
                 })
                 .unwrap_or_else(|| "???".into());
             let what = match (t.growth.as_deref(), &f.per_call) {
+                _ if !f.is_leak() => format!(
+                    "{} ({})",
+                    kind_noun(&f.kind).0,
+                    plural(t.errors, "error context", "error contexts")
+                ),
                 (Some("per_call"), Some(pc)) => format!(
                     "leaks {} per call ({}, +{} each time it ran)",
                     plural(pc.bytes, "byte", "bytes"),

@@ -16,6 +16,7 @@
  *                          call only                            -> still reachable
  *   grow_registry()        malloc(32) kept in a static table at every call
  *                          (a container that grows forever)    -> still reachable
+ *   read_past_end()        reads one byte past an 8-byte block  -> InvalidRead
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -115,6 +116,18 @@ grow_registry(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static __attribute__((noinline)) PyObject *
+read_past_end(PyObject *self, PyObject *args)
+{
+    char *p = malloc(8);
+    if (p == NULL)
+        return PyErr_NoMemory();
+    memset(p, 'x', 8);
+    char c = p[8]; /* @py_invalid_read */
+    free(p);
+    return PyLong_FromLong(c == 'x');
+}
+
 static PyMethodDef leakext_methods[] = {
     {"leak_malloc", leak_malloc, METH_NOARGS, "malloc(48) and drop it."},
     {"leak_bytes", leak_bytes, METH_NOARGS, "Create a bytes object and leak the reference."},
@@ -123,6 +136,7 @@ static PyMethodDef leakext_methods[] = {
     {"clean", clean, METH_NOARGS, "Allocate and free; no leak."},
     {"fill_cache", fill_cache, METH_NOARGS, "Fill a module-level cache once (still reachable)."},
     {"grow_registry", grow_registry, METH_NOARGS, "Keep a new 32-byte block at every call."},
+    {"read_past_end", read_past_end, METH_NOARGS, "Read one byte past an 8-byte block."},
     {NULL, NULL, 0, NULL},
 };
 
