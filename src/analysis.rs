@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::attribute::{Attribution, Attributor, Location};
+use crate::checkpoints::SnapRec;
 use crate::model::{ExitStatus, Frame, ProcessInfo, Record};
 use crate::parse::{self, InputError, Interner};
 use crate::report::{Finding, FindingProcess, FrameOut, ProcessOut, Summary};
@@ -63,7 +64,27 @@ pub struct Analysis {
     /// the user, with counts.
     pub supp_hid_user: Vec<(String, u64)>,
     pub timings: StageTimes,
+    /// The checkpoints' section of the report, when the run had any.
+    pub per_test: Option<crate::report::PerTestOut>,
+    /// Records read that are not records of the report (checkpoint
+    /// snapshots, hidden still-reachable noise).
+    pub outside_records: u64,
 }
+
+/// Options of an analysis beyond what is yours and the suppressions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Leave out still-reachable noise records of the final leak check:
+    /// `run` asked Valgrind for reachable blocks only to follow blocks
+    /// across checkpoint snapshots, not to report them.
+    pub hide_noise_reachable: bool,
+}
+
+/// A non-leak record's place: (process, `<clientmsg>`s before it, finding key).
+pub type ErrMark = (usize, u32, (u64, Option<u32>));
+
+/// Bounds the error places kept (one per error record, not per occurrence).
+const ERR_MARKS_MAX: usize = 1 << 20;
 
 struct Acc {
     key: (u64, Option<u32>),
@@ -116,6 +137,22 @@ pub struct Aggregator {
     pub timings: StageTimes,
     /// Sees every record after attribution and suppression (the generator).
     pub observer: Option<Observer>,
+    /// Loss records of checkpoint snapshots, in file order.
+    snaps: Vec<SnapRec>,
+    /// Loss records of the final leak checks (absolute `dbytes`/`dblocks`):
+    /// the tracker's last snapshot.
+    finals: Vec<SnapRec>,
+    /// Non-leak records: (process, `<clientmsg>`s before it, finding key),
+    /// to tell which test (checkpoint) an error occurred in.
+    err_marks: Vec<ErrMark>,
+    /// (process, site) of every snapshot record merged so far.
+    snap_sites: std::collections::HashSet<(usize, u64)>,
+    pub options: Options,
+    hidden_reachable: u64,
+    /// Records read that are not records of the report (checkpoint
+    /// snapshots, hidden still-reachable noise): kept for the conservation
+    /// check.
+    outside: u64,
 }
 
 /// Sees every record once, after attribution and the existing suppressions
@@ -190,6 +227,61 @@ impl Aggregator {
             err_index: HashMap::new(),
             summary: Summary::default(),
             processes: 0,
+            snaps: Vec::new(),
+            finals: Vec::new(),
+            snap_sites: Default::default(),
+            err_marks: Vec::new(),
+            options: Options::default(),
+            hidden_reachable: 0,
+            outside: 0,
+        }
+    }
+
+    /// The matcher for the record's process.
+    fn set_for(&mut self, rec: &Record, process: &ProcessInfo) -> Arc<SuppressionSet> {
+        match self.sets.get(&rec.process) {
+            Some(s) => s.clone(),
+            None => {
+                let s = self.suppressor.set_for(&process.valgrind_args);
+                self.sets.insert(rec.process, s.clone());
+                s
+            }
+        }
+    }
+
+    /// A loss record of a checkpoint snapshot (a delta leak check): kept
+    /// for the per-test tracker, never a finding itself. Returns false
+    /// for any other record.
+    fn add_snapshot(&mut self, rec: &Record, att: &Attribution, process: &ProcessInfo) -> bool {
+        if !rec.is_leak() {
+            return false;
+        }
+        let Some((dbytes, dblocks)) = crate::checkpoints::parse_delta(&rec.what) else {
+            return false;
+        };
+        if !self.suppressor.is_empty()
+            && matches!(
+                self.set_for(rec, process).first_match(rec),
+                MatchOutcome::Suppressed(_)
+            )
+        {
+            return true;
+        }
+        self.snaps.push(snap_rec(rec, att, dbytes, dblocks));
+        true
+    }
+
+    /// Keeps a loss record of a final leak check for the tracker.
+    /// A unit keeps all of them; merging keeps only those at allocation
+    /// sites the snapshots saw, so memory does not grow with the size of
+    /// ordinary reports.
+    fn add_final(&mut self, rec: &Record, att: &Attribution) {
+        if rec.is_leak() {
+            let (b, n) = (
+                rec.leaked_bytes.unwrap_or(0),
+                rec.leaked_blocks.unwrap_or(0),
+            );
+            self.finals.push(snap_rec(rec, att, b as i64, n as i64));
         }
     }
 
@@ -201,25 +293,32 @@ impl Aggregator {
 
     /// Attributes one record, applies the suppressions, and folds it in.
     pub fn add(&mut self, rec: Record, process: &ProcessInfo) {
+        let t0 = std::time::Instant::now();
+        let att = self.attributor.attribute(&rec);
+        let t1 = std::time::Instant::now();
+        self.timings.attribute += t1 - t0;
+        if self.add_snapshot(&rec, &att, process) {
+            self.outside += 1;
+            return;
+        }
+        if self.options.hide_noise_reachable
+            && &*rec.kind == "Leak_StillReachable"
+            && !att.is_user()
+        {
+            self.hidden_reachable += 1;
+            self.outside += 1;
+            self.add_final(&rec, &att);
+            return;
+        }
         self.summary.records += 1;
         *self
             .summary
             .records_by_kind
             .entry(rec.kind.to_string())
             .or_default() += 1;
-        let t0 = std::time::Instant::now();
-        let att = self.attributor.attribute(&rec);
         let t1 = std::time::Instant::now();
-        self.timings.attribute += t1 - t0;
         if !self.suppressor.is_empty() {
-            let set = match self.sets.get(&rec.process) {
-                Some(s) => s.clone(),
-                None => {
-                    let s = self.suppressor.set_for(&process.valgrind_args);
-                    self.sets.insert(rec.process, s.clone());
-                    s
-                }
-            };
+            let set = self.set_for(&rec, process);
             let outcome = set.first_match(&rec);
             self.timings.suppress += t1.elapsed();
             match outcome {
@@ -250,8 +349,12 @@ impl Aggregator {
         if let Some(o) = &self.observer {
             o(&rec, &att, process, false);
         }
+        self.add_final(&rec, &att);
         let (fp, line) = fingerprint(&rec, &att);
         let key = (fp, line);
+        if !rec.is_leak() && self.err_marks.len() < ERR_MARKS_MAX {
+            self.err_marks.push((rec.process, rec.client_msgs, key));
+        }
         let idx = match self.index.get(&key) {
             Some(&i) => {
                 let acc = &mut self.accs[i];
@@ -377,6 +480,21 @@ impl Aggregator {
         }
         self.timings.attribute += other.timings.attribute;
         self.timings.suppress += other.timings.suppress;
+        // Final checks follow the snapshots in their file (units merge in
+        // order): keep their records only where a snapshot looked.
+        self.snap_sites
+            .extend(other.snaps.iter().map(|s| (s.process, s.site)));
+        self.snaps.extend(other.snaps);
+        self.err_marks.extend(other.err_marks);
+        let sites = &self.snap_sites;
+        self.finals.extend(
+            other
+                .finals
+                .into_iter()
+                .filter(|f| sites.contains(&(f.process, f.site))),
+        );
+        self.hidden_reachable += other.hidden_reachable;
+        self.outside += other.outside;
     }
 
     /// Finishes: findings sorted (user first, then by kind severity and bytes),
@@ -401,6 +519,7 @@ impl Aggregator {
                     .or_default() += n;
             }
         }
+        let keys: Vec<(u64, Option<u32>)> = self.accs.iter().map(|a| a.key).collect();
         let mut findings: Vec<Finding> = self
             .accs
             .into_iter()
@@ -412,6 +531,28 @@ impl Aggregator {
             .collect();
         // A fork child repeats the leaks it inherited: report them once.
         crate::processes::fold_fork_inherited(&mut findings, &processes);
+        let per_test = {
+            let messages: Vec<&[String]> = processes
+                .iter()
+                .map(|p| p.client_messages.as_slice())
+                .collect();
+            let mut keyed: Vec<(&(u64, Option<u32>), &mut Finding)> =
+                keys.iter().zip(findings.iter_mut()).collect();
+            let complete: Vec<bool> = processes.iter().map(|p| p.complete).collect();
+            let pids: Vec<Option<u64>> = processes.iter().map(|p| p.pid).collect();
+            crate::checkpoints::resolve(
+                &mut keyed,
+                &crate::checkpoints::Inputs {
+                    messages: &messages,
+                    pids: &pids,
+                    complete: &complete,
+                    snaps: &self.snaps,
+                    finals: &self.finals,
+                    errors: &self.err_marks,
+                    hidden_reachable: self.hidden_reachable,
+                },
+            )
+        };
         let mut lines = SourceLines::default();
         for f in &mut findings {
             let kind = f.kind.clone();
@@ -466,21 +607,30 @@ impl Aggregator {
             supp_used: self.supp_used,
             supp_hid_user,
             timings: self.timings,
+            per_test,
+            outside_records: self.outside,
         }
     }
 }
 
 /// The conservation law of every analysis: the records the parser read all
-/// reached the analysis (Σ `processes[].records` = `summary.records` =
+/// reached the analysis (Σ `processes[].records` = `summary.records` +
+/// `outside`, the records that are not records of the report: checkpoint
+/// snapshots, hidden still-reachable noise; `summary.records` =
 /// Σ `records_by_kind`), and each is in exactly one finding or was
 /// suppressed (`summary.records` = Σ `findings[].records` +
 /// `suppressed.records`). `None` when it holds; otherwise what is off —
 /// a bug in leakgate, reported loudly (exit 5), never silently.
-pub fn conservation_error(summary: &Summary, findings: &[Finding], parsed: u64) -> Option<String> {
+pub fn conservation_error(
+    summary: &Summary,
+    findings: &[Finding],
+    parsed: u64,
+    outside: u64,
+) -> Option<String> {
     let mut off = Vec::new();
-    if parsed != summary.records {
+    if parsed != summary.records + outside {
         off.push(format!(
-            "the XML held {parsed} records but {} were analysed",
+            "the XML held {parsed} records but {} were analysed ({outside} outside the report)",
             summary.records
         ));
     }
@@ -505,7 +655,7 @@ pub fn conservation_error(summary: &Summary, findings: &[Finding], parsed: u64) 
 /// [`conservation_error`] for a finished analysis.
 pub fn check_conservation(a: &Analysis) -> Option<String> {
     let parsed = a.processes.iter().map(|p| p.records).sum();
-    conservation_error(&a.summary, &a.findings, parsed)
+    conservation_error(&a.summary, &a.findings, parsed, a.outside_records)
 }
 
 /// Sort rank: errors and definite leaks first, reachable last.
@@ -517,6 +667,28 @@ fn severity(kind: &str) -> u8 {
         "Leak_PossiblyLost" => 4,
         "Leak_StillReachable" => 5,
         _ => 1,
+    }
+}
+
+/// A loss record as the per-test tracker keeps it: the finding it belongs
+/// to, its allocation stack (without the kind) and its growth.
+fn snap_rec(rec: &Record, att: &Attribution, dbytes: i64, dblocks: i64) -> SnapRec {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for f in &rec.stack {
+        let part = f.ip.as_deref().or(f.func.as_deref()).unwrap_or("?");
+        for b in part.as_bytes().iter().chain(std::iter::once(&0x1f)) {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x100000001b3);
+        }
+    }
+    SnapRec {
+        process: rec.process,
+        msgs: rec.client_msgs,
+        key: fingerprint(rec, att),
+        site: h,
+        lost: matches!(&*rec.kind, "Leak_DefinitelyLost" | "Leak_IndirectlyLost"),
+        dbytes,
+        dblocks,
     }
 }
 
@@ -615,6 +787,9 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
         processes: Vec::new(),
         inherited_by: Vec::new(),
         advice: None,
+        tests: Vec::new(),
+        growth: None,
+        per_call: None,
     }
 }
 
@@ -675,13 +850,12 @@ impl SourceLines {
 }
 
 /// Files larger than this are read in chunks of about `CHUNK` bytes (cut at
-/// `<error>` lines), parsed in parallel, each read into its own buffer:
-/// memory stays flat whatever the file's size (a memory map would count the
-/// whole file in the resident set).
+/// `<error>` lines), parsed in parallel, each mapped on its own and unmapped
+/// when done: memory stays flat whatever the file's size (one map of the
+/// whole file would count all of it in the resident set).
 const CHUNK_MIN: u64 = 32 << 20;
 const CHUNK: u64 = 8 << 20;
 
-/// Reads `len` bytes at `offset` (short at end of file).
 /// This process's peak resident set (`VmHWM`), for LEAKGATE_TIMINGS.
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -705,6 +879,7 @@ fn map_at(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<memm
     }
 }
 
+/// Reads `len` bytes at `offset` (short at end of file).
 fn read_at(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; len];
@@ -826,6 +1001,25 @@ pub fn analyze_files_observed(
     exits: &HashMap<u64, ExitStatus>,
     observer: Option<Observer>,
 ) -> Result<Analysis, InputError> {
+    analyze_files_with(
+        files,
+        attributor,
+        suppressor,
+        exits,
+        observer,
+        Options::default(),
+    )
+}
+
+/// [`analyze_files_observed`] with [`Options`].
+pub fn analyze_files_with(
+    files: &[PathBuf],
+    attributor: Attributor,
+    suppressor: Arc<Suppressor>,
+    exits: &HashMap<u64, ExitStatus>,
+    observer: Option<Observer>,
+    options: Options,
+) -> Result<Analysis, InputError> {
     let started = std::time::Instant::now();
     let spec = attributor.spec().clone();
     let threads = std::env::var("LEAKGATE_THREADS")
@@ -929,8 +1123,21 @@ pub fn analyze_files_observed(
     let mut pending: Vec<parse::FileSummary> = Vec::new();
     // Results are merged in unit order as they arrive, so at most about
     // `workers` unit results are held at once.
-    let mut fold = |u: usize, out: UnitOut| {
+    let mut fold = |u: usize, mut out: UnitOut| {
         let unit = &units[u];
+        // Snapshot records count the messages of their own chunk only.
+        let before: usize = pending
+            .iter()
+            .map(|p| p.process.client_messages.len())
+            .sum();
+        if before > 0 {
+            for s in &mut out.agg.snaps {
+                s.msgs += before as u32;
+            }
+            for e in &mut out.agg.err_marks {
+                e.1 += before as u32;
+            }
+        }
         master.merge(out.agg);
         pending.push(out.sum);
         let last_of_file = units.get(u + 1).is_none_or(|n| n.file != unit.file);
@@ -976,6 +1183,7 @@ pub fn analyze_files_observed(
                             files,
                             spec: spec_ref,
                             observer: observer_ref,
+                            options,
                         };
                         let out = run_unit(unit, &shared, &suppressor, &mut interner);
                         if tx.send((u, out)).is_err() {
@@ -1036,6 +1244,7 @@ struct Shared<'s> {
     files: &'s [PathBuf],
     spec: &'s crate::attribute::UserSpec,
     observer: &'s Option<Observer>,
+    options: Options,
 }
 
 /// Parses and aggregates one unit with its own attributor, and the worker's
@@ -1052,9 +1261,11 @@ fn run_unit(
         files,
         spec,
         observer,
+        options,
     } = *shared;
     let mut agg = Aggregator::new(Attributor::new(spec.clone()), suppressor.clone());
     agg.observer = observer.clone();
+    agg.options = options;
     let file = &files[unit.file];
     let pidx = unit.file;
     let mut sink = |rec, p: &ProcessInfo| agg.add(rec, p);

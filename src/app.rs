@@ -44,6 +44,8 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Suppressions(c) => cmd_suppressions(c),
         Command::Suppress(a) => crate::generate::cmd_suppress(a),
         Command::Report(a) => cmd_report(a),
+        Command::Completions { shell } => crate::manual::completions(shell),
+        Command::Man { command } => crate::manual::man(command.as_deref()),
     }
 }
 
@@ -162,10 +164,26 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--keep-xml {}: cannot create directory", dir.display()))?;
     }
+    let per_test = if a.no_per_test {
+        run::PerTest::Off
+    } else if a.per_test {
+        run::PerTest::On
+    } else {
+        run::PerTest::Auto
+    };
+    if a.repeat == 0 {
+        bail!("--repeat 0: a test must run at least once");
+    }
     let cfg = RunConfig {
         valgrind: a.valgrind.clone(),
         num_callers: a.num_callers,
-        show_leak_kinds: a.show_leak_kinds.clone(),
+        show_leak_kinds: a
+            .show_leak_kinds
+            .clone()
+            .unwrap_or_else(|| run::DEFAULT_SHOW_LEAK_KINDS.to_string()),
+        show_leak_kinds_given: a.show_leak_kinds.is_some(),
+        per_test,
+        repeat: a.repeat,
         track_origins: !a.no_track_origins,
         extra_args: a.valgrind_args.clone(),
         cmd: a.cmd.clone(),
@@ -193,6 +211,11 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         }
         notes.push(format!("raw XML kept in {}", dir.display()));
     }
+    if out.added_reachable {
+        notes.push(
+            "per-test checkpoints: Valgrind ran with --show-leak-kinds=all to follow blocks that are reachable at one checkpoint and lost at a later one; still-reachable noise of the final leak check is left out".into(),
+        );
+    }
     let mut problems = Vec::new();
     if out.xml_files.is_empty() {
         problems
@@ -200,12 +223,15 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     }
     let mut exits: HashMap<u64, ExitStatus> = out.exits.clone();
     exits.insert(u64::from(out.pid), out.exit.clone());
-    let mut analysis = analysis::analyze_files_observed(
+    let mut analysis = analysis::analyze_files_with(
         &out.xml_files,
         Attributor::new(spec.clone()),
         suppressor.clone(),
         &exits,
         gen_supp.as_ref().map(|g| g.observer()),
+        analysis::Options {
+            hide_noise_reachable: out.added_reachable,
+        },
     )?;
     if let Some(g) = gen_supp {
         g.write()?;
@@ -327,6 +353,7 @@ fn build_report(
     show_unused: bool,
 ) -> Report {
     let mut analysis = analysis;
+    let analysis_per_test = analysis.per_test.take();
     analysis.summary.suppressed.loaded = suppressor.suppressions().len() as u64;
     if show_unused {
         analysis.summary.suppressed.unused = Some(
@@ -415,6 +442,7 @@ fn build_report(
         policy: None,
         baseline: None,
         stopped: None,
+        per_test: analysis_per_test,
     }
 }
 

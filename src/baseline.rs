@@ -289,6 +289,9 @@ mod tests {
             processes: Vec::new(),
             inherited_by: Vec::new(),
             advice: None,
+            tests: Vec::new(),
+            growth: None,
+            per_call: None,
         }
     }
 

@@ -19,10 +19,24 @@ that its XML is cut off (SIGKILL, OOM) makes the report incomplete (3); a
 --timeout or a Ctrl-C (forwarded to Valgrind, a second one kills) stops the
 run and still reports: 3, or 1 when a gated finding was already found.";
 
+/// What `leakgate --version` says besides the version: what it was tested
+/// with (keep in step with .ci/run and tests/corpus.rs).
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\ntested with Valgrind 3.19.0 (runs and XML, Debian 12, x86-64) and 3.27.1 (XML only)",
+    "\nreads Valgrind XML protocol 4, 5 and 6; Memcheck reports",
+    "\nbundled suppressions: cuda, python, pybind11, torch, glibc (leakgate suppressions list)",
+);
+
 /// Find memory leaks and memory errors in native extensions with Valgrind Memcheck,
 /// and tell yours from interpreter and runtime noise.
 #[derive(Debug, Parser)]
-#[command(name = "leakgate", version, about, after_help = EXIT_CODES)]
+#[command(
+    name = "leakgate",
+    version,
+    long_version = LONG_VERSION,
+    after_help = EXIT_CODES
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -46,7 +60,27 @@ pub enum Command {
     Suppress(SuppressArgs),
     /// Render a saved JSON report (from --format json) again: leakgate report JSON -o FILE.html.
     Report(ReportFileArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) of leakgate or of one of its commands to standard output.
+    #[command(
+        after_help = "Example: leakgate man | man -l -    or    leakgate man run > leakgate-run.1"
+    )]
+    Man {
+        /// A command (run, analyze, ...); the main page when omitted.
+        command: Option<String>,
+    },
 }
+
+const COMPLETIONS_HELP: &str = "\
+Install:
+  bash:  leakgate completions bash > ~/.local/share/bash-completion/completions/leakgate
+  zsh:   leakgate completions zsh > \"${fpath[1]}/_leakgate\"
+  fish:  leakgate completions fish > ~/.config/fish/completions/leakgate.fish";
 
 #[derive(Debug, Args)]
 pub struct LintArgs {
@@ -190,13 +224,18 @@ pub struct RunArgs {
     /// Stack frames to record (valgrind --num-callers).
     #[arg(long, default_value_t = 40, value_name = "N")]
     pub num_callers: u32,
-    /// Leak kinds Valgrind shows (valgrind --show-leak-kinds).
-    #[arg(
-        long,
-        default_value = "definite,indirect,possible",
-        value_name = "KINDS"
-    )]
-    pub show_leak_kinds: String,
+    /// Leak kinds Valgrind shows (valgrind --show-leak-kinds). Default: definite,indirect,possible; with per-test checkpoints all (still-reachable noise of the final check is then left out of the report).
+    #[arg(long, value_name = "KINDS")]
+    pub show_leak_kinds: Option<String>,
+    /// Take a leak checkpoint after every test and report leaks per test (automatic when the target is pytest; this forces it for any target, which can then `import leakgate_probe`).
+    #[arg(long, overrides_with = "no_per_test")]
+    pub per_test: bool,
+    /// No per-test checkpoints (not even for pytest).
+    #[arg(long, overrides_with = "per_test")]
+    pub no_per_test: bool,
+    /// (pytest) Run every selected test N times in a row, a checkpoint after each, to tell per-call leaks from one-time allocations.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: u32,
     /// Do not pass --track-origins=yes (faster, but uninitialised-value errors lose their origin).
     #[arg(long)]
     pub no_track_origins: bool,

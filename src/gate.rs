@@ -51,7 +51,9 @@ impl Policy {
     /// Whether `f` counts against the gate: a user finding of a `--fail-on`
     /// kind that is not known from the baseline.
     pub fn gates(&self, f: &Finding) -> bool {
-        f.is_user() && self.fail_on.matches(&f.kind) && f.baseline.as_deref() != Some("known")
+        f.is_user()
+            && (self.fail_on.matches(&f.kind) || (grows_per_call(f) && !self.fail_on.is_empty()))
+            && f.baseline.as_deref() != Some("known")
     }
 
     /// Sets every finding's `gated` flag.
@@ -70,6 +72,15 @@ impl Policy {
             fail_on_target_exit: self.fail_on_target_exit,
         }
     }
+}
+
+/// A possibly-lost or still-reachable leak that grows at every call (seen
+/// with checkpoints): a container that grows forever is a leak even while
+/// reachable, so it is gated whatever `--fail-on` says (`--fail-on none`
+/// aside, which gates nothing).
+pub fn grows_per_call(f: &Finding) -> bool {
+    f.growth.as_deref() == Some("per_call")
+        && matches!(f.kind.as_str(), "Leak_PossiblyLost" | "Leak_StillReachable")
 }
 
 /// Whether a user finding of this kind fails the gate by default:
@@ -116,6 +127,12 @@ fn site(f: &Finding) -> String {
             " ({})",
             plural(f.bytes.unwrap_or(0), "byte", "bytes")
         ));
+        if let Some(pc) = f.per_call.as_ref().filter(|_| grows_per_call(f)) {
+            s.push_str(&format!(
+                " growing by {} per call",
+                plural(pc.bytes, "byte", "bytes")
+            ));
+        }
     }
     s
 }

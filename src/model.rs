@@ -91,6 +91,10 @@ pub struct Record {
     pub signame: Option<String>,
     /// The suppression generated for this record, if any.
     pub suppression: Option<GenSuppression>,
+    /// How many `<clientmsg>` elements the parsed part of the document
+    /// (the file, or the chunk) held before this record: ties a leak
+    /// snapshot's records to the checkpoint marker printed before them.
+    pub client_msgs: u32,
 }
 
 impl Record {

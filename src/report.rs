@@ -48,6 +48,10 @@ pub struct Report {
     /// Ctrl-C); absent when the target ended by itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<StoppedOut>,
+    /// Checkpoints (pytest plugin, `leakgate_probe.checkpoint`), when the
+    /// run had any: see `findings[].tests` and `findings[].growth`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_test: Option<PerTestOut>,
 }
 
 /// Why and how leakgate stopped the run.
@@ -209,6 +213,63 @@ pub struct Finding {
     /// How to fix it, when leakgate knows (e.g. `CudaIpcProducerExited`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
+    /// With checkpoints (the pytest plugin, `leakgate_probe.checkpoint`):
+    /// the tests (checkpoints) it grew in, with the bytes and blocks added
+    /// in each, in run order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<TestShare>,
+    /// With checkpoints: `per_call` (grows at every repetition or call),
+    /// `one_time` (grew once and not again), or `unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<String>,
+    /// With `growth` `per_call`: what one call adds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_call: Option<BytesBlocks>,
+}
+
+/// A test's (checkpoint's) share of a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestShare {
+    /// The pytest node id (`tests/test_x.py::test_a[1]`), or the checkpoint's label.
+    pub test: String,
+    /// `test`, `start` (collection, before the first test), `finish` (end
+    /// of the session), `checkpoint` (a `checkpoint()` call), `exit` (after
+    /// the last checkpoint), `unmarked` (a leak check without a marker).
+    pub kind: String,
+    /// Bytes and blocks added there (all repetitions).
+    pub bytes: u64,
+    pub blocks: u64,
+    /// With `--repeat N`: what each repetition added.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<BytesBlocks>,
+    /// This test's own growth: `per_call`, `one_time` or `unknown`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<String>,
+    /// Memory errors (not leaks): how many of the finding's error contexts
+    /// first occurred in this test.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub errors: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The checkpoints of a run (present when the XML had any).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PerTestOut {
+    /// Checkpoint markers read.
+    pub checkpoints: u64,
+    /// Loss records of the snapshots (not findings themselves).
+    pub snapshot_records: u64,
+    /// Still-reachable noise records of the final leak check left out
+    /// because leakgate asked Valgrind for reachable blocks only to follow
+    /// them across snapshots.
+    pub hidden_reachable: u64,
+    /// `--repeat`: how often each test ran.
+    pub repeat: u32,
+    /// The tests that ran (node ids), in order.
+    pub tests: Vec<String>,
 }
 
 /// One process' share of a finding.
@@ -237,7 +298,7 @@ impl Finding {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BytesBlocks {
     pub bytes: u64,
     pub blocks: u64,

@@ -1227,6 +1227,7 @@ impl Ctx<'_> {
                                 format!("Process terminating with default action of signal {sig}");
                         }
                     }
+                    b.rec.client_msgs = self.sum.process.client_messages.len() as u32;
                     self.records += 1;
                     self.done = Some(b.rec);
                 }

@@ -509,7 +509,7 @@ fn user_section(o: &mut String, r: &Report, src: &mut Sources, context: u32) {
 }
 
 fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, context: u32) {
-    let gated = crate::gate::is_gated_kind(&f.kind);
+    let gated = crate::gate::is_gated_kind(&f.kind) || crate::gate::grows_per_call(f);
     let _ = writeln!(
         o,
         "<article class=\"card {}\" id=\"finding-{n}\" data-kind=\"{}\" data-fingerprint=\"{}\">",
@@ -559,6 +559,44 @@ fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, context: u32) 
                 "fn"
             )
         );
+    }
+    if !f.tests.is_empty() {
+        let growth = match (f.growth.as_deref(), &f.per_call) {
+            _ if !f.is_leak() => "first occurred in:".to_string(),
+            (Some("per_call"), Some(pc)) => format!(
+                "grows per call: +{} in +{} each time it ran",
+                plural(pc.bytes, "byte", "bytes"),
+                plural(pc.blocks, "block", "blocks")
+            ),
+            (Some("one_time"), _) => "one-time: grew once and not again".to_string(),
+            _ => "growth unknown (--repeat 2 or more tells)".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "<p class=\"what\">{}</p>\n<ul class=\"tests\">",
+            esc(&growth)
+        );
+        const TESTS: usize = 20;
+        for t in f.tests.iter().take(TESTS) {
+            let _ = writeln!(
+                o,
+                "<li><code>{}</code>: {}</li>",
+                esc_cut(&t.test, MAX_NAME_CHARS, "test"),
+                esc(&if f.is_leak() {
+                    format!(
+                        "+{} in {}",
+                        plural(t.bytes, "byte", "bytes"),
+                        plural(t.blocks, "block", "blocks")
+                    )
+                } else {
+                    plural(t.errors, "error context", "error contexts")
+                })
+            );
+        }
+        if f.tests.len() > TESTS {
+            let _ = writeln!(o, "<li>… {} more</li>", f.tests.len() - TESTS);
+        }
+        o.push_str("</ul>\n");
     }
     match src.snippet(f, context) {
         Some(Snippet::Found(path, first, lines, changed)) => {

@@ -146,10 +146,123 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
     s
 }
 
+/// pytest's junitxml names for a node id: `tests/test_x.py::TestA::test_b[1]`
+/// → (`tests.test_x.TestA`, `test_b[1]`), and the file.
+pub fn pytest_names(nodeid: &str) -> (String, String, Option<String>) {
+    let (path, params) = match nodeid.find('[') {
+        Some(i) => (&nodeid[..i], &nodeid[i..]),
+        None => (nodeid, ""),
+    };
+    let mut names: Vec<String> = path.split("::").map(str::to_string).collect();
+    let file = names.first().filter(|f| f.ends_with(".py")).cloned();
+    names[0] = names[0].replace('/', ".");
+    if let Some(stripped) = names[0].strip_suffix(".py") {
+        names[0] = stripped.to_string();
+    }
+    let last = names.pop().unwrap_or_default() + params;
+    (names.join("."), last, file)
+}
+
+/// With checkpoints: one testcase per test in which user findings grew
+/// (named as pytest names it); returns the findings it covered.
+fn per_test_cases<'a>(
+    r: &'a Report,
+    ctx: &CiContext,
+    user: &[&'a crate::report::Finding],
+    cases: &mut Vec<Case>,
+) -> Vec<&'a crate::report::Finding> {
+    let mut covered: Vec<&crate::report::Finding> = Vec::new();
+    if r.per_test.is_none() {
+        return covered;
+    }
+    let mut tests: Vec<&str> = Vec::new();
+    for f in user {
+        for t in f.tests.iter().filter(|t| t.kind == "test") {
+            if !tests.contains(&t.test.as_str()) {
+                tests.push(&t.test);
+            }
+        }
+    }
+    for test in tests {
+        let mut failing = Vec::new();
+        let mut body = String::new();
+        let mut skipped_why = Vec::new();
+        for f in user {
+            let Some(t) = f.tests.iter().find(|t| t.kind == "test" && t.test == test) else {
+                continue;
+            };
+            if !covered.iter().any(|c| std::ptr::eq(*c, *f)) {
+                covered.push(*f);
+            }
+            let place = ci::place(ctx, f);
+            if f.is_leak() {
+                body.push_str(&format!(
+                    "{} at {place}: +{} bytes in {} blocks in this test",
+                    f.kind, t.bytes, t.blocks
+                ));
+            } else {
+                body.push_str(&format!(
+                    "{} at {place}: first occurred in this test",
+                    f.kind
+                ));
+            }
+            match (t.growth.as_deref(), &f.per_call) {
+                (Some("per_call"), Some(pc)) => body.push_str(&format!(
+                    ", {} bytes ({} blocks) per call\n",
+                    pc.bytes, pc.blocks
+                )),
+                (Some(g), _) => body.push_str(&format!(" ({g})\n")),
+                _ => body.push('\n'),
+            }
+            if let Some(src) = ci::source(f) {
+                body.push_str(&format!("    {src}\n"));
+            }
+            body.push_str(&ci::stack_text(f));
+            body.push_str(&format!("fingerprint: {}\n\n", f.fingerprint));
+            match ci::why_not_failing(r, f) {
+                None => failing.push(*f),
+                Some(why) => skipped_why.push(why),
+            }
+        }
+        let (classname, name, file) = pytest_names(test);
+        let outcome = match failing.first() {
+            Some(first) => Outcome::Failure {
+                kind: first.kind.clone(),
+                message: format!(
+                    "{test} leaked: {}",
+                    failing
+                        .iter()
+                        .map(|f| format!("{} at {}", ci::headline(f), ci::place(ctx, f)))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                body: body.clone(),
+            },
+            None => Outcome::Skipped {
+                message: skipped_why.join("; "),
+            },
+        };
+        let skipped = matches!(outcome, Outcome::Skipped { .. });
+        cases.push(Case {
+            name,
+            classname,
+            file,
+            line: None,
+            outcome,
+            system_out: skipped.then_some(body),
+        });
+    }
+    covered
+}
+
 fn cases(r: &Report, ctx: &CiContext) -> Vec<Case> {
     let mut cases = Vec::new();
     let user = ci::user_findings(r);
-    for f in &user {
+    let covered = per_test_cases(r, ctx, &user, &mut cases);
+    for f in user
+        .iter()
+        .filter(|f| !covered.iter().any(|c| std::ptr::eq(*c, **f)))
+    {
         let place = ci::place(ctx, f);
         let file = ctx.display_path(f);
         let mut body = format!("{}\nat {place}\n", ci::headline(f));
@@ -305,6 +418,19 @@ fn clean(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pytest_junit_names() {
+        assert_eq!(
+            pytest_names("tests/test_x.py::TestA::test_b[1-a::b]"),
+            (
+                "tests.test_x.TestA".to_string(),
+                "test_b[1-a::b]".to_string(),
+                Some("tests/test_x.py".to_string())
+            )
+        );
+        assert_eq!(pytest_names("test_y.py::test_c").1, "test_c".to_string());
+    }
 
     #[test]
     fn strips_control_characters() {

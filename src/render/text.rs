@@ -209,6 +209,7 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         let _ = writeln!(o, "  - {reason}");
     }
     let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
+    by_test(&mut o, r, &user, &st);
     for (i, f) in user.iter().enumerate() {
         let _ = writeln!(o);
         let amount = if f.is_leak() {
@@ -255,6 +256,24 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         }
         if let Some(a) = &f.advice {
             let _ = writeln!(o, "     fix: {a}");
+        }
+        if !f.tests.is_empty() {
+            if f.is_leak() {
+                let _ = writeln!(o, "     {}", growth_text(f));
+            } else {
+                let _ = writeln!(o, "     first occurred in:");
+            }
+            const SHARES: usize = 10;
+            for t in f.tests.iter().take(SHARES) {
+                let _ = writeln!(o, "       {}", share_text(t));
+            }
+            if f.tests.len() > SHARES && !opts.verbose {
+                let _ = writeln!(o, "       ... {} more", f.tests.len() - SHARES);
+            } else {
+                for t in f.tests.iter().skip(SHARES) {
+                    let _ = writeln!(o, "       {}", share_text(t));
+                }
+            }
         }
         if f.stack.is_empty() {
             if !f.pids.is_empty() {
@@ -365,7 +384,8 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         );
     }
     for p in r.processes.iter().filter(|p| !p.client_messages.is_empty()) {
-        for m in &p.client_messages {
+        let marker = crate::checkpoints::MARKER_PREFIX.trim_end();
+        for m in p.client_messages.iter().filter(|m| !m.starts_with(marker)) {
             let _ = writeln!(
                 o,
                 "client message (pid {}): {}",
@@ -389,6 +409,147 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         thousands(r.summary.suppressed.records)
     );
     o
+}
+
+/// `per call: +16 bytes in 1 block each time it ran`, `one-time`, ...
+fn growth_text(f: &Finding) -> String {
+    match (f.growth.as_deref(), &f.per_call) {
+        (Some("per_call"), Some(pc)) => format!(
+            "grows per call: +{} in +{} each time it ran",
+            plural(pc.bytes, "byte", "bytes"),
+            plural(pc.blocks, "block", "blocks")
+        ),
+        (Some("one_time"), _) => "one-time: grew once and not again".into(),
+        _ => "growth unknown (--repeat 2 or more tells per-call leaks from one-time ones)".into(),
+    }
+}
+
+/// `tests/t.py::test_a: +48 bytes in 3 blocks (16, 16, 16 per repetition)`.
+fn share_text(t: &crate::report::TestShare) -> String {
+    if t.errors > 0 && t.bytes == 0 && t.blocks == 0 {
+        return format!(
+            "{}: {}",
+            t.test,
+            plural(t.errors, "error context", "error contexts")
+        );
+    }
+    let mut s = format!(
+        "{}: +{} in {}",
+        t.test,
+        plural(t.bytes, "byte", "bytes"),
+        plural(t.blocks, "block", "blocks")
+    );
+    if !t.repetitions.is_empty() {
+        let reps: Vec<String> = t.repetitions.iter().map(|r| thousands(r.bytes)).collect();
+        s.push_str(&format!(" ({} bytes per repetition)", reps.join(", ")));
+    }
+    s
+}
+
+/// The user findings grouped by the test (checkpoint) they grew in.
+fn by_test(o: &mut String, r: &Report, user: &[&Finding], st: &Style) {
+    let Some(pt) = &r.per_test else { return };
+    let mut order: Vec<(String, String)> = Vec::new();
+    for f in user {
+        for t in &f.tests {
+            let k = (t.kind.clone(), t.test.clone());
+            if !order.contains(&k) {
+                order.push(k);
+            }
+        }
+    }
+    let rank = |k: &(String, String)| {
+        pt.tests
+            .iter()
+            .position(|t| k.0 == "test" && *t == k.1)
+            .unwrap_or(usize::MAX)
+    };
+    order.sort_by_key(|k| {
+        (
+            k.0 != "start",
+            matches!(k.0.as_str(), "exit" | "outside"),
+            rank(k),
+        )
+    });
+    let _ = writeln!(o);
+    let repeat = if pt.repeat > 1 {
+        format!(", each run {} times", pt.repeat)
+    } else {
+        String::new()
+    };
+    if pt.tests.is_empty() {
+        let _ = writeln!(
+            o,
+            "{} ({}):",
+            st.bold("per checkpoint"),
+            plural(pt.checkpoints, "checkpoint", "checkpoints")
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "{} ({}, {}{repeat}):",
+            st.bold("per test"),
+            plural(pt.tests.len() as u64, "test", "tests"),
+            plural(pt.checkpoints, "checkpoint", "checkpoints")
+        );
+    }
+    if order.is_empty() {
+        let _ = writeln!(o, "  no test leaked in your code");
+        return;
+    }
+    const GROUPS: usize = 20;
+    if order.len() > GROUPS {
+        let _ = writeln!(
+            o,
+            "  ({} more below the first {GROUPS}: see each finding, or the JSON report)",
+            order.len() - GROUPS
+        );
+    }
+    for (kind, label) in order.iter().take(GROUPS) {
+        let _ = writeln!(o, "  {}", st.bold(label));
+        for (i, f) in user.iter().enumerate() {
+            let Some(t) = f.tests.iter().find(|t| &t.kind == kind && &t.test == label) else {
+                continue;
+            };
+            let place = f
+                .location
+                .as_ref()
+                .map(|l| {
+                    let at = match (&l.file, l.line) {
+                        (Some(file), Some(n)) => format!("{file}:{n}"),
+                        _ => l.object.clone().unwrap_or_else(|| "???".into()),
+                    };
+                    format!("{at} in {}", l.function.as_deref().unwrap_or("???"))
+                })
+                .unwrap_or_else(|| "???".into());
+            let what = match (t.growth.as_deref(), &f.per_call) {
+                _ if !f.is_leak() => format!(
+                    "{} ({})",
+                    kind_noun(&f.kind).0,
+                    plural(t.errors, "error context", "error contexts")
+                ),
+                (Some("per_call"), Some(pc)) => format!(
+                    "leaks {} per call ({}, +{} each time it ran)",
+                    plural(pc.bytes, "byte", "bytes"),
+                    kind_noun(&f.kind).0,
+                    plural(pc.blocks, "block", "blocks")
+                ),
+                (Some("one_time"), _) => format!(
+                    "one-time: {} in {} ({})",
+                    plural(t.bytes, "byte", "bytes"),
+                    plural(t.blocks, "block", "blocks"),
+                    kind_noun(&f.kind).0
+                ),
+                _ => format!(
+                    "{} in {} ({})",
+                    plural(t.bytes, "byte", "bytes"),
+                    plural(t.blocks, "block", "blocks"),
+                    kind_noun(&f.kind).0
+                ),
+            };
+            let _ = writeln!(o, "    #{} {what} at {place}", i + 1);
+        }
+    }
 }
 
 /// The process table, when there is more than one process or one ended

@@ -2,7 +2,9 @@
 //!
 //! Finds valgrind, builds its command line (one XML file per process,
 //! `vg.%p.%n.xml`, into a private temporary directory; child processes
-//! traced by default), sets `PYTHONMALLOC=malloc` for Python targets, runs
+//! traced by default), sets `PYTHONMALLOC=malloc` for Python targets (and
+//! for pytest targets puts the `leakgate_probe` package on `PYTHONPATH`
+//! with its plugin in `PYTEST_PLUGINS`: per-test checkpoints), runs
 //! the target with its argv passed as argv (never through a shell), its
 //! stdout untouched and its stderr passed through as it comes (watched for
 //! PyTorch's CUDA-IPC warning and Valgrind's own messages), and hands back
@@ -49,6 +51,22 @@ pub enum RunError {
     Spawn { path: PathBuf, err: std::io::Error },
     #[error("cannot create a temporary directory: {0}")]
     TempDir(std::io::Error),
+    #[error(
+        "--repeat {0} needs per-test checkpoints: a pytest target (pytest, python -m pytest), or --per-test"
+    )]
+    RepeatWithoutPerTest(u32),
+}
+
+/// `--show-leak-kinds` unless given.
+pub const DEFAULT_SHOW_LEAK_KINDS: &str = "definite,indirect,possible";
+
+/// Per-test checkpoints (`--per-test`, `--no-per-test`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerTest {
+    /// When the target is pytest.
+    Auto,
+    On,
+    Off,
 }
 
 /// How to run.
@@ -57,6 +75,11 @@ pub struct RunConfig {
     pub valgrind: Option<PathBuf>,
     pub num_callers: u32,
     pub show_leak_kinds: String,
+    /// `--show-leak-kinds` was given (leakgate does not widen it).
+    pub show_leak_kinds_given: bool,
+    pub per_test: PerTest,
+    /// `--repeat`: how often the pytest plugin runs each test.
+    pub repeat: u32,
     pub track_origins: bool,
     pub extra_args: Vec<String>,
     pub cmd: Vec<String>,
@@ -80,7 +103,10 @@ impl RunConfig {
         RunConfig {
             valgrind: None,
             num_callers: 40,
-            show_leak_kinds: "definite,indirect,possible".into(),
+            show_leak_kinds: DEFAULT_SHOW_LEAK_KINDS.into(),
+            show_leak_kinds_given: false,
+            per_test: PerTest::Auto,
+            repeat: 1,
             track_origins: true,
             extra_args: Vec::new(),
             cmd,
@@ -124,6 +150,11 @@ pub struct RunOutcome {
     pub log_shown: bool,
     /// The progress line, still drawn (phase `analysing`) until finished.
     pub progress: Option<progress::Progress>,
+    /// Per-test checkpoints were enabled (the probe was on `PYTHONPATH`).
+    pub per_test: bool,
+    /// leakgate widened `--show-leak-kinds` to `all` for the checkpoints:
+    /// still-reachable noise of the final check is not to be reported.
+    pub added_reachable: bool,
 }
 
 impl RunOutcome {
@@ -207,6 +238,39 @@ pub fn is_python_target(argv0: &str, resolved: &Path) -> bool {
         .any(|w| is_python_name(w.rsplit('/').next().unwrap_or(w)))
 }
 
+/// Whether the target runs pytest: `pytest`, `py.test`, `python -m pytest`,
+/// or `python path/to/pytest`.
+pub fn is_pytest_target(argv: &[String]) -> bool {
+    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
+    let Some(first) = argv.first() else {
+        return false;
+    };
+    let b = base(first);
+    if b == "pytest" || b == "py.test" || b.starts_with("pytest-") {
+        return true;
+    }
+    if !is_python_name(&b) {
+        return false;
+    }
+    let mut it = argv[1..].iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-m" => return it.next().is_some_and(|m| m == "pytest" || m == "py.test"),
+            "-mpytest" => return true,
+            "-c" => return false,
+            "-X" | "-W" => {
+                it.next();
+            }
+            s if s.starts_with('-') => {}
+            s => {
+                let b = base(s);
+                return b == "pytest" || b == "py.test";
+            }
+        }
+    }
+    false
+}
+
 fn is_python_name(base: &str) -> bool {
     match base.strip_prefix("python") {
         Some(rest) => rest.chars().all(|c| c.is_ascii_digit() || c == '.'),
@@ -283,6 +347,29 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     } else {
         "vg.%p.xml"
     });
+    let pytest = is_pytest_target(&cfg.cmd);
+    let per_test = match cfg.per_test {
+        PerTest::Auto => pytest,
+        PerTest::On => true,
+        PerTest::Off => false,
+    };
+    if cfg.repeat > 1 && !per_test {
+        return Err(RunError::RepeatWithoutPerTest(cfg.repeat));
+    }
+    // Checkpoints follow blocks that are still reachable at one snapshot
+    // and lost at a later one, and report containers that grow while
+    // reachable: Valgrind must show reachable blocks too.
+    let added_reachable = per_test
+        && !cfg.show_leak_kinds_given
+        && !cfg
+            .show_leak_kinds
+            .split(',')
+            .any(|k| matches!(k.trim(), "all" | "reachable"));
+    let show_leak_kinds = if added_reachable {
+        "all".to_string()
+    } else {
+        cfg.show_leak_kinds.clone()
+    };
     let mut args: Vec<OsString> = vec![
         "--tool=memcheck".into(),
         "--leak-check=full".into(),
@@ -293,7 +380,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         // leakgate matches after the run, so it needs to see them.
         "--show-below-main=yes".into(),
         format!("--num-callers={}", cfg.num_callers).into(),
-        format!("--show-leak-kinds={}", cfg.show_leak_kinds).into(),
+        format!("--show-leak-kinds={show_leak_kinds}").into(),
         "--error-limit=no".into(),
     ];
     if cfg.track_origins {
@@ -324,6 +411,40 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
                 "PYTHONMALLOC={} (yours, kept; leakgate would set malloc)",
                 v.to_string_lossy()
             )),
+        }
+    }
+    if per_test {
+        let probe = crate::checkpoints::write_probe(&dir.path().join("probe"))
+            .map_err(RunError::TempDir)?;
+        let mut pp = OsString::from(probe.as_os_str());
+        let old = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty());
+        if let Some(old) = &old {
+            pp.push(":");
+            pp.push(old);
+        }
+        cmd.env("PYTHONPATH", &pp);
+        cmd.env("LEAKGATE_PROBE", "1");
+        environment.push(format!(
+            "PYTHONPATH={}{} (set by leakgate: the leakgate_probe package for per-test leak checks)",
+            probe.display(),
+            if old.is_some() { ":… (yours after it)" } else { "" }
+        ));
+        if pytest {
+            let plugins = match std::env::var("PYTEST_PLUGINS") {
+                Ok(v) if !v.trim().is_empty() => format!("{v},leakgate_probe.autoload"),
+                _ => "leakgate_probe.autoload".to_string(),
+            };
+            cmd.env("PYTEST_PLUGINS", &plugins);
+            environment.push(format!(
+                "PYTEST_PLUGINS={plugins} (set by leakgate: a leak checkpoint after every test)"
+            ));
+        }
+        if cfg.repeat > 1 {
+            cmd.env("LEAKGATE_REPEAT", cfg.repeat.to_string());
+            environment.push(format!(
+                "LEAKGATE_REPEAT={} (set by leakgate: --repeat)",
+                cfg.repeat
+            ));
         }
     }
     let mut valgrind_command = vec![valgrind.display().to_string()];
@@ -424,6 +545,8 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         cuda_ipc,
         log_shown: false,
         progress,
+        per_test,
+        added_reachable,
     })
 }
 

@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::kind::KindKey;
 pub use super::kind::record_kind;
+use super::kind::{KindKey, LeakKind, RecordKind};
 use super::parse::{Loc, Suppression};
 use crate::model::{Frame, Record, Sym};
 
@@ -600,8 +600,8 @@ struct Bucket {
     by_fun: FxMap<u32, Vec<usize>>,
     /// Rules whose first location is `obj:P`, by pattern id.
     by_obj: FxMap<u32, Vec<usize>>,
-    /// Rules starting with `...` or `src:`.
-    other: Vec<usize>,
+    /// Rules starting with `...` or `src:`, as a bit set over rule indices.
+    other: Vec<u64>,
 }
 
 /// The result of matching one record against a [`SuppressionSet`].
@@ -627,6 +627,11 @@ pub struct SuppressionSet {
     fun_pats: PatTable,
     obj_pats: PatTable,
     buckets: FxMap<KindKey, Bucket>,
+    /// Words in a bit set over rule indices.
+    rule_words: usize,
+    /// Per leak kind (Valgrind's enum order): the rules whose kind admits
+    /// it, so `match-leak-kinds:` filters candidates without a test each.
+    leak_ok: [Vec<u64>; 4],
     cache: Mutex<Cache>,
 }
 
@@ -650,7 +655,14 @@ impl SuppressionSet {
         let mut obj_pats = PatTable::default();
         let mut rules = Vec::with_capacity(supps.len());
         let mut buckets: FxMap<KindKey, Bucket> = FxMap::default();
+        let rule_words = supps.len().div_ceil(64);
+        let mut leak_ok: [Vec<u64>; 4] = std::array::from_fn(|_| vec![0; rule_words]);
         for (i, s) in supps.iter().enumerate() {
+            for (k, kind) in LeakKind::ALL.into_iter().enumerate() {
+                if s.kind.matches(&RecordKind::Leak(kind)) {
+                    set_bit(&mut leak_ok[k], i as u32);
+                }
+            }
             let elems: Vec<Elem> = s
                 .frames
                 .iter()
@@ -668,13 +680,13 @@ impl SuppressionSet {
             match elems.first() {
                 Some(Elem::Fun(p)) => bucket.by_fun.entry(*p).or_default().push(i),
                 Some(Elem::Obj(p)) => bucket.by_obj.entry(*p).or_default().push(i),
-                _ => bucket.other.push(i),
+                _ => {
+                    bucket.other.resize(rule_words, 0);
+                    set_bit(&mut bucket.other, i as u32);
+                }
             }
             let has_star = elems.iter().any(|e| matches!(e, Elem::Star));
             rules.push(Rule { elems, has_star });
-        }
-        for b in buckets.values_mut() {
-            b.other.sort_unstable_by(|x, y| y.cmp(x));
         }
         SuppressionSet {
             supps,
@@ -683,6 +695,8 @@ impl SuppressionSet {
             fun_pats,
             obj_pats,
             buckets,
+            rule_words,
+            leak_ok,
             cache: Mutex::new(Cache::default()),
         }
     }
@@ -788,9 +802,13 @@ impl SuppressionSet {
         let view = stack_view(rec, &self.opts);
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         let mut ctx = self.ctx(&view, &mut cache);
-        // Candidates: indexed by the innermost frame, plus the fallback list
-        // (kept sorted in precedence order when the set was built).
-        let mut cands: Vec<usize> = Vec::new();
+        // Candidates, as a bit set over rule indices: the rules indexed by
+        // the innermost frame's name or object, plus those starting with
+        // `...`/`src:`; for a leak, only rules admitting its leak kind.
+        let mut cands = vec![0u64; self.rule_words];
+        for (w, o) in cands.iter_mut().zip(&bucket.other) {
+            *w = *o;
+        }
         if let (Some(&fid), Some(&oid)) = (ctx.fun_ids.first(), ctx.obj_ids.first()) {
             for (bits, map) in [
                 (&cache.bits[fid as usize], &bucket.by_fun),
@@ -805,47 +823,33 @@ impl SuppressionSet {
                         let b = word.trailing_zeros();
                         word &= word - 1;
                         if let Some(rs) = map.get(&((w as u32) * 64 + b)) {
-                            cands.extend_from_slice(rs);
+                            for &r in rs {
+                                set_bit(&mut cands, r as u32);
+                            }
                         }
                     }
                 }
             }
         }
-        cands.sort_unstable_by(|a, b| b.cmp(a));
-        cands.dedup();
-        // Merge the two lists, both in descending (precedence) order.
-        let other = &bucket.other;
-        let (mut a, mut b) = (0, 0);
-        loop {
-            let i = match (cands.get(a), other.get(b)) {
-                (None, None) => return,
-                (Some(&x), None) => {
-                    a += 1;
-                    x
-                }
-                (None, Some(&y)) => {
-                    b += 1;
-                    y
-                }
-                (Some(&x), Some(&y)) => {
-                    if x >= y {
-                        a += 1;
-                        if x == y {
-                            b += 1;
-                        }
-                        x
-                    } else {
-                        b += 1;
-                        y
-                    }
-                }
-            };
-            if !self.supps[i].kind.matches(&rk) {
-                continue;
+        if let RecordKind::Leak(k) = rk {
+            for (w, ok) in cands.iter_mut().zip(&self.leak_ok[k as usize]) {
+                *w &= ok;
             }
-            let v = self.eval(i, &mut ctx, &cache);
-            if !f(i, v) {
-                return;
+        }
+        // Later rules take precedence: highest index first.
+        for w in (0..cands.len()).rev() {
+            let mut word = cands[w];
+            while word != 0 {
+                let b = 63 - word.leading_zeros();
+                word &= !(1u64 << b);
+                let i = w * 64 + b as usize;
+                if !self.supps[i].kind.matches(&rk) {
+                    continue;
+                }
+                let v = self.eval(i, &mut ctx, &cache);
+                if !f(i, v) {
+                    return;
+                }
             }
         }
     }

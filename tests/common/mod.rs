@@ -296,12 +296,14 @@ pub fn pybind11_python_or_skip() -> Option<PathBuf> {
     Some(py)
 }
 
-fn run_capture(cmd: &mut Command, what: &str) -> Output {
+/// Runs `cmd` to completion, capturing its output; panics when it cannot start.
+pub fn run_capture(cmd: &mut Command, what: &str) -> Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
 }
 
-fn check_success(out: &Output, what: &str) {
+/// Panics with the command's stdout and stderr unless it succeeded.
+pub fn check_success(out: &Output, what: &str) {
     assert!(
         out.status.success(),
         "{what} failed ({})\n--- stdout ---\n{}\n--- stderr ---\n{}",

@@ -12,6 +12,11 @@
  *   error_path_leak(flag)  malloc(40); a true flag raises ValueError without
  *                          freeing                              -> definitely lost
  *   clean()                allocates and frees, no leak
+ *   fill_cache()           malloc(256) into a module-level cache on the first
+ *                          call only                            -> still reachable
+ *   grow_registry()        malloc(32) kept in a static table at every call
+ *                          (a container that grows forever)    -> still reachable
+ *   read_past_end()        reads one byte past an 8-byte block  -> InvalidRead
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -81,12 +86,57 @@ clean(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static char *g_cache = NULL;
+
+static __attribute__((noinline)) PyObject *
+fill_cache(PyObject *self, PyObject *args)
+{
+    if (g_cache == NULL) {
+        g_cache = malloc(256); /* @py_cache */
+        if (g_cache == NULL)
+            return PyErr_NoMemory();
+        memset(g_cache, 'k', 256);
+    }
+    Py_RETURN_NONE;
+}
+
+static char *g_registry[4096];
+static int g_registry_len = 0;
+
+static __attribute__((noinline)) PyObject *
+grow_registry(PyObject *self, PyObject *args)
+{
+    if (g_registry_len < 4096) {
+        char *p = malloc(32); /* @py_registry */
+        if (p == NULL)
+            return PyErr_NoMemory();
+        memset(p, 'r', 32);
+        g_registry[g_registry_len++] = p;
+    }
+    Py_RETURN_NONE;
+}
+
+static __attribute__((noinline)) PyObject *
+read_past_end(PyObject *self, PyObject *args)
+{
+    char *p = malloc(8);
+    if (p == NULL)
+        return PyErr_NoMemory();
+    memset(p, 'x', 8);
+    char c = p[8]; /* @py_invalid_read */
+    free(p);
+    return PyLong_FromLong(c == 'x');
+}
+
 static PyMethodDef leakext_methods[] = {
     {"leak_malloc", leak_malloc, METH_NOARGS, "malloc(48) and drop it."},
     {"leak_bytes", leak_bytes, METH_NOARGS, "Create a bytes object and leak the reference."},
     {"error_path_leak", error_path_leak, METH_VARARGS,
      "Allocate a buffer; if flag is true raise ValueError and leak it."},
     {"clean", clean, METH_NOARGS, "Allocate and free; no leak."},
+    {"fill_cache", fill_cache, METH_NOARGS, "Fill a module-level cache once (still reachable)."},
+    {"grow_registry", grow_registry, METH_NOARGS, "Keep a new 32-byte block at every call."},
+    {"read_past_end", read_past_end, METH_NOARGS, "Read one byte past an 8-byte block."},
     {NULL, NULL, 0, NULL},
 };
 

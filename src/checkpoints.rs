@@ -1,0 +1,714 @@
+//! Per-test and per-checkpoint leaks: ties the leak snapshots a process
+//! took mid-run (`leakgate_probe.checkpoint(label)`: a `<clientmsg>` marker,
+//! then a changed-blocks leak check) to the checkpoint before them, follows
+//! each block across snapshots by its allocation stack (a block that still
+//! looked reachable at one check and is lost at the next belongs to the
+//! checkpoint that first saw it), and gives every finding its `tests` and
+//! `growth` (`per_call`, `one_time`, `unknown`).
+//!
+//! Snapshot records are told from the final leak check's by the delta
+//! Valgrind prints in delta mode ("80 (+40) bytes in 2 (+1) blocks ..."):
+//! they never become findings themselves, so the totals stay those of the
+//! final check.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde::Deserialize;
+
+use crate::report::{BytesBlocks, Finding, PerTestOut, TestShare};
+
+/// What every marker's `<clientmsg>` text starts with.
+pub const MARKER_PREFIX: &str = "leakgate-checkpoint ";
+
+/// The probe's files, embedded: leakgate writes them into its private
+/// directory and puts that on the target's `PYTHONPATH`.
+pub const PROBE_FILES: &[(&str, &str)] = &[
+    (
+        "__init__.py",
+        include_str!("../python/leakgate_probe/__init__.py"),
+    ),
+    (
+        "pytest_plugin.py",
+        include_str!("../python/leakgate_probe/pytest_plugin.py"),
+    ),
+    (
+        "autoload.py",
+        include_str!("../python/leakgate_probe/autoload.py"),
+    ),
+    (
+        "leakgate_probe.h",
+        include_str!("../python/leakgate_probe/leakgate_probe.h"),
+    ),
+];
+
+/// Writes the probe package into `dir/leakgate_probe/`; returns `dir`.
+pub fn write_probe(dir: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    let pkg = dir.join("leakgate_probe");
+    std::fs::create_dir_all(&pkg)?;
+    for (name, text) in PROBE_FILES {
+        std::fs::write(pkg.join(name), text)?;
+    }
+    Ok(dir.to_path_buf())
+}
+
+/// A checkpoint marker, as the probe writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Marker {
+    /// `test` (a pytest test), `start` (before the first test), `finish`
+    /// (end of the session), `checkpoint` (a call of `checkpoint()`).
+    #[serde(default = "default_kind")]
+    pub kind: String,
+    pub label: String,
+    /// Repetition (1-based) and how many were asked for (`--repeat`).
+    #[serde(default)]
+    pub rep: Option<u32>,
+    #[serde(default)]
+    pub of: Option<u32>,
+}
+
+fn default_kind() -> String {
+    "checkpoint".into()
+}
+
+/// Parses a `<clientmsg>` text; `None` when it is not a leakgate marker.
+pub fn parse_marker(text: &str) -> Option<Marker> {
+    let json = text.trim().strip_prefix(MARKER_PREFIX.trim_end())?.trim();
+    serde_json::from_str(json).ok()
+}
+
+/// The growth since the previous leak check that Valgrind prints for a loss
+/// record in delta mode: `(bytes, blocks)`; `None` for a record of a plain
+/// (final) leak check.
+pub fn parse_delta(what: &str) -> Option<(i64, i64)> {
+    // "80 (+40) bytes in 2 (+1) blocks ...",
+    // "48 (+48) (16 (+16) direct, 32 (+32) indirect) bytes in 1 (+1) blocks ..."
+    let mut it = what.split_whitespace();
+    it.next()?;
+    let bytes = signed(it.next()?)?;
+    let rest = &what[what.find(" bytes in ")? + " bytes in ".len()..];
+    let mut it = rest.split_whitespace();
+    it.next()?;
+    let blocks = signed(it.next()?)?;
+    Some((bytes, blocks))
+}
+
+/// `(+1,024)` → 1024, `(-16)` → -16.
+fn signed(tok: &str) -> Option<i64> {
+    let inner = tok.strip_prefix('(')?.strip_suffix(')')?;
+    let (neg, digits) = match inner.as_bytes().first()? {
+        b'+' => (false, &inner[1..]),
+        b'-' => (true, &inner[1..]),
+        _ => return None,
+    };
+    let n = crate::parse::parse_num(digits)? as i64;
+    Some(if neg { -n } else { n })
+}
+
+/// One loss record of a snapshot, reduced to what the tracker needs.
+#[derive(Debug, Clone)]
+pub struct SnapRec {
+    /// Index of the process (file).
+    pub process: usize,
+    /// `<clientmsg>` elements before it in its file.
+    pub msgs: u32,
+    /// The key of the finding the record belongs to (fingerprint, line).
+    pub key: (u64, Option<u32>),
+    /// The allocation stack, without the kind: the same blocks across kinds.
+    pub site: u64,
+    /// Definitely or indirectly lost.
+    pub lost: bool,
+    pub dbytes: i64,
+    pub dblocks: i64,
+}
+
+/// (allocation site, finding key, lost): what one loss record counts.
+type SiteKey = (u64, (u64, Option<u32>), bool);
+
+/// A checkpoint: (process, index of its marker among the process' messages).
+type Ckpt = (usize, usize);
+
+/// Grown bytes and blocks per (finding key, checkpoint).
+type Shares = HashMap<(u64, Option<u32>), BTreeMap<Ckpt, (i64, i64)>>;
+
+/// Blocks still not lost (reachable, possibly lost) at a site, oldest first:
+/// (checkpoint that saw them appear, their finding key, blocks, bytes).
+type Live = VecDeque<(Ckpt, (u64, Option<u32>), i64, i64)>;
+
+fn add_share(shares: &mut Shares, key: (u64, Option<u32>), c: Ckpt, bytes: i64, blocks: i64) {
+    let e = shares.entry(key).or_default().entry(c).or_insert((0, 0));
+    e.0 += bytes;
+    e.1 += blocks;
+}
+
+/// Takes up to `want` blocks from the oldest live blocks; returns the
+/// owners taken, with their blocks and bytes, and cancels their share.
+fn take_live(live: &mut Live, want: i64, shares: &mut Shares) -> Vec<(Ckpt, i64, i64)> {
+    let mut out = Vec::new();
+    let mut want = want;
+    while want > 0 {
+        let Some(front) = live.front_mut() else { break };
+        let take = want.min(front.2);
+        let bytes = if front.2 > 0 {
+            front.3 * take / front.2
+        } else {
+            0
+        };
+        add_share(shares, front.1, front.0, -bytes, -take);
+        out.push((front.0, take, bytes));
+        front.2 -= take;
+        front.3 -= bytes;
+        want -= take;
+        if front.2 <= 0 {
+            live.pop_front();
+        }
+    }
+    out
+}
+
+/// The final leak check, as a checkpoint of its own.
+const EXIT: usize = usize::MAX - 1;
+
+/// Handles the loss records of one snapshot (checkpoint `c`).
+fn process_group(
+    group: &[SnapRec],
+    c: Ckpt,
+    live: &mut HashMap<(usize, u64), Live>,
+    shares: &mut Shares,
+) {
+    // Per site: blocks that left the not-lost kinds in this snapshot.
+    let mut left: HashMap<u64, i64> = HashMap::new();
+    for s in group.iter().filter(|s| !s.lost && s.dblocks < 0) {
+        *left.entry(s.site).or_default() += -s.dblocks;
+    }
+    let mut moved: HashMap<u64, i64> = HashMap::new();
+    // Lost blocks: first those that were reachable before (the lag).
+    for s in group.iter().filter(|s| s.lost && s.dblocks > 0) {
+        let l = live.entry((s.process, s.site)).or_default();
+        let avail =
+            left.get(&s.site).copied().unwrap_or(0) - moved.get(&s.site).copied().unwrap_or(0);
+        let from_live = s.dblocks.min(avail.max(0));
+        let per_block = s.dbytes.max(0) / s.dblocks.max(1);
+        let mut placed = 0;
+        for (owner, blocks, _) in take_live(l, from_live, shares) {
+            add_share(shares, s.key, owner, per_block * blocks, blocks);
+            placed += blocks;
+        }
+        *moved.entry(s.site).or_default() += placed;
+        let rest_blocks = s.dblocks - placed;
+        let rest_bytes = s.dbytes.max(0) - per_block * placed;
+        if rest_blocks > 0 || rest_bytes > 0 {
+            add_share(shares, s.key, c, rest_bytes, rest_blocks);
+        }
+    }
+    // Not-lost blocks: freed ones leave (oldest first), new ones arrive.
+    for s in group.iter().filter(|s| !s.lost) {
+        let l = live.entry((s.process, s.site)).or_default();
+        if s.dblocks < 0 {
+            let m = moved.entry(s.site).or_default();
+            let already = (*m).min(-s.dblocks);
+            *m -= already;
+            let freed = -s.dblocks - already;
+            take_live(l, freed, shares);
+        } else if s.dblocks > 0 || s.dbytes > 0 {
+            l.push_back((c, s.key, s.dblocks, s.dbytes.max(0)));
+            add_share(shares, s.key, c, s.dbytes.max(0), s.dblocks);
+        }
+    }
+}
+
+/// What the tracker reads, per process (by index) and in file order.
+pub struct Inputs<'a> {
+    /// Each process' `<clientmsg>` texts.
+    pub messages: &'a [&'a [String]],
+    pub pids: &'a [Option<u64>],
+    /// Whether each process' XML is complete (its final leak check is there).
+    pub complete: &'a [bool],
+    /// Loss records of the snapshots.
+    pub snaps: &'a [SnapRec],
+    /// Loss records of the final leak checks (absolute values).
+    pub finals: &'a [SnapRec],
+    /// Where each non-leak record was.
+    pub errors: &'a [crate::analysis::ErrMark],
+    pub hidden_reachable: u64,
+}
+
+/// What the checkpoints say about each finding: fills `tests`, `growth`
+/// and `per_call` of `findings` (given with their keys) and returns the
+/// report's per-test section.
+pub fn resolve(
+    findings: &mut [(&(u64, Option<u32>), &mut Finding)],
+    input: &Inputs<'_>,
+) -> Option<PerTestOut> {
+    let Inputs {
+        messages,
+        pids,
+        complete,
+        snaps,
+        finals,
+        errors,
+        hidden_reachable,
+    } = *input;
+    // Markers per process, and for each message count the last marker.
+    let mut markers: HashMap<Ckpt, Marker> = HashMap::new();
+    let mut last_marker: Vec<Vec<Option<usize>>> = Vec::with_capacity(messages.len());
+    let mut order: Vec<Ckpt> = Vec::new();
+    for (p, msgs) in messages.iter().enumerate() {
+        let mut last = vec![None; msgs.len() + 1];
+        let mut cur = None;
+        for (i, m) in msgs.iter().enumerate() {
+            if let Some(mk) = parse_marker(m) {
+                markers.insert((p, i), mk);
+                order.push((p, i));
+                cur = Some(i);
+            }
+            last[i + 1] = cur;
+        }
+        last_marker.push(last);
+    }
+    if markers.is_empty() && snaps.is_empty() {
+        return None;
+    }
+    const UNMARKED: usize = usize::MAX;
+    let ckpt_of = |s: &SnapRec| -> Ckpt {
+        let m = last_marker
+            .get(s.process)
+            .and_then(|l| l.get(s.msgs as usize).copied().flatten());
+        (s.process, m.unwrap_or(UNMARKED))
+    };
+    let mut shares: Shares = HashMap::new();
+    let mut live: HashMap<(usize, u64), Live> = HashMap::new();
+    type CumKey = (usize, u64, (u64, Option<u32>), bool);
+    let mut cum: HashMap<CumKey, (i64, i64)> = HashMap::new();
+    // Records of one snapshot are consecutive; handle them a snapshot at a time.
+    let mut i = 0;
+    while i < snaps.len() {
+        let c = ckpt_of(&snaps[i]);
+        let mut j = i;
+        while j < snaps.len() && ckpt_of(&snaps[j]) == c {
+            j += 1;
+        }
+        let group = &snaps[i..j];
+        i = j;
+        process_group(group, c, &mut live, &mut shares);
+        for s in group {
+            let e = cum
+                .entry((s.process, s.site, s.key, s.lost))
+                .or_insert((0, 0));
+            e.0 += s.dbytes;
+            e.1 += s.dblocks;
+        }
+    }
+    // The final leak check (at exit) is one more snapshot: its growth is
+    // what it holds beyond what the snapshots added up to. A block still
+    // reachable at the last checkpoint and lost at exit is found here.
+    let with_snaps: std::collections::BTreeSet<usize> = snaps.iter().map(|s| s.process).collect();
+    for p in with_snaps {
+        if !complete.get(p).copied().unwrap_or(false) {
+            continue;
+        }
+        let mut fin: BTreeMap<SiteKey, (i64, i64)> = BTreeMap::new();
+        for f in finals.iter().filter(|f| f.process == p) {
+            let e = fin.entry((f.site, f.key, f.lost)).or_insert((0, 0));
+            e.0 += f.dbytes;
+            e.1 += f.dblocks;
+        }
+        let mut all = fin.clone();
+        for (&(q, site, key, lost), v) in &cum {
+            if q == p {
+                let e = all.entry((site, key, lost)).or_insert((0, 0));
+                e.0 -= v.0;
+                e.1 -= v.1;
+            }
+        }
+        let group: Vec<SnapRec> = all
+            .into_iter()
+            .filter(|(_, v)| v.0 != 0 || v.1 != 0)
+            .map(|((site, key, lost), v)| SnapRec {
+                process: p,
+                msgs: 0,
+                key,
+                site,
+                lost,
+                dbytes: v.0,
+                dblocks: v.1,
+            })
+            .collect();
+        process_group(&group, (p, EXIT), &mut live, &mut shares);
+    }
+    // Memory errors: the checkpoint after a record ended the test it
+    // happened in (Valgrind writes an error context at its first occurrence).
+    let mut errs: HashMap<(u64, Option<u32>), BTreeMap<Ckpt, u64>> = HashMap::new();
+    for &(p, msgs, key) in errors {
+        let Some(msgs_of) = messages.get(p) else {
+            continue;
+        };
+        if !order.iter().any(|c| c.0 == p) {
+            continue;
+        }
+        let next = (msgs as usize..msgs_of.len()).find(|i| markers.contains_key(&(p, *i)));
+        *errs
+            .entry(key)
+            .or_default()
+            .entry((p, next.unwrap_or(EXIT)))
+            .or_default() += 1;
+    }
+    // Repetitions actually run, per test label.
+    let mut reps_run: HashMap<&str, u32> = HashMap::new();
+    for c in &order {
+        let m = &markers[c];
+        if m.kind == "test" {
+            let e = reps_run.entry(m.label.as_str()).or_default();
+            *e = (*e).max(m.rep.unwrap_or(1));
+        }
+    }
+    let user_ckpts: Vec<Ckpt> = order
+        .iter()
+        .copied()
+        .filter(|c| markers[c].kind == "checkpoint")
+        .collect();
+    let marked_pids: std::collections::HashSet<u64> = order
+        .iter()
+        .filter_map(|c| pids.get(c.0).copied().flatten())
+        .collect();
+    let rank: HashMap<Ckpt, usize> = order.iter().enumerate().map(|(i, c)| (*c, i)).collect();
+    for (key, f) in findings.iter_mut() {
+        if !f.is_leak() {
+            let Some(per) = errs.get(*key) else { continue };
+            let mut cks: Vec<(&Ckpt, &u64)> = per.iter().collect();
+            cks.sort_by_key(|(c, _)| rank.get(c).copied().unwrap_or(usize::MAX));
+            for (c, n) in cks {
+                let (kind, label) = match markers.get(c) {
+                    Some(m) => (m.kind.clone(), m.label.clone()),
+                    None => (
+                        "exit".to_string(),
+                        "(after the last checkpoint)".to_string(),
+                    ),
+                };
+                match f
+                    .tests
+                    .iter_mut()
+                    .find(|t| t.test == label && t.kind == kind)
+                {
+                    Some(t) => t.errors += n,
+                    None => f.tests.push(TestShare {
+                        test: label,
+                        kind,
+                        bytes: 0,
+                        blocks: 0,
+                        repetitions: Vec::new(),
+                        growth: None,
+                        errors: *n,
+                    }),
+                }
+            }
+            continue;
+        }
+        let empty = BTreeMap::new();
+        let per = shares.get(*key).unwrap_or(&empty);
+        let mut cks: Vec<(&Ckpt, &(i64, i64))> =
+            per.iter().filter(|(_, v)| v.0 > 0 || v.1 > 0).collect();
+        if cks.is_empty() && (!f.is_leak() || !f.pids.iter().any(|p| marked_pids.contains(p))) {
+            continue;
+        }
+        cks.sort_by_key(|(c, _)| rank.get(c).copied().unwrap_or(usize::MAX));
+        let mut tests: Vec<TestShare> = Vec::new();
+        let mut total = (0u64, 0u64);
+        for (c, v) in &cks {
+            let (kind, label, rep, of) = match markers.get(c) {
+                Some(m) => (m.kind.clone(), m.label.clone(), m.rep, m.of),
+                None if c.1 == EXIT => (
+                    "exit".to_string(),
+                    "(after the last checkpoint)".to_string(),
+                    None,
+                    None,
+                ),
+                None => (
+                    "unmarked".to_string(),
+                    "(leak check without a leakgate marker)".to_string(),
+                    None,
+                    None,
+                ),
+            };
+            let (b, n) = (v.0.max(0) as u64, v.1.max(0) as u64);
+            total.0 += b;
+            total.1 += n;
+            let t = match tests
+                .iter_mut()
+                .position(|t| t.test == label && t.kind == kind)
+            {
+                Some(i) => &mut tests[i],
+                None => {
+                    let reps = if kind == "test" {
+                        reps_run.get(label.as_str()).copied().unwrap_or(1)
+                    } else {
+                        0
+                    };
+                    tests.push(TestShare {
+                        test: label.clone(),
+                        kind: kind.clone(),
+                        bytes: 0,
+                        blocks: 0,
+                        repetitions: if reps > 1 || of.unwrap_or(1) > 1 {
+                            vec![BytesBlocks::default(); reps as usize]
+                        } else {
+                            Vec::new()
+                        },
+                        growth: None,
+                        errors: 0,
+                    });
+                    tests.last_mut().expect("just pushed")
+                }
+            };
+            t.bytes += b;
+            t.blocks += n;
+            if let Some(r) = rep
+                && let Some(slot) = t.repetitions.get_mut(r.saturating_sub(1) as usize)
+            {
+                slot.bytes += b;
+                slot.blocks += n;
+            }
+        }
+        // What the final check has beyond the snapshots, at allocation
+        // sites no snapshot saw: allocated before the first checkpoint (a
+        // `start` baseline lists nothing) or after the last one.
+        let fb = f.bytes.unwrap_or(0);
+        let fk = f.blocks.unwrap_or(0);
+        if f.is_leak() && (fb > total.0 || fk > total.1) {
+            if let Some(t) = tests.iter_mut().find(|t| t.kind == "outside") {
+                t.bytes += fb.saturating_sub(total.0);
+                t.blocks += fk.saturating_sub(total.1);
+            } else {
+                tests.push(TestShare {
+                    test: "(before the first or after the last checkpoint)".into(),
+                    kind: "outside".into(),
+                    bytes: fb.saturating_sub(total.0),
+                    blocks: fk.saturating_sub(total.1),
+                    repetitions: Vec::new(),
+                    growth: None,
+                    errors: 0,
+                });
+            }
+        }
+        let mut per_call: Option<BytesBlocks> = None;
+        let mut any_unknown = false;
+        let mut any_one_time = false;
+        for t in &mut tests {
+            if t.kind == "checkpoint" {
+                continue; // below: plain checkpoints are one sequence of calls
+            }
+            let g = match t.kind.as_str() {
+                "start" | "finish" | "exit" | "outside" => "one_time",
+                "test" if t.repetitions.len() > 1 => {
+                    let r = &t.repetitions;
+                    if r.iter().all(|x| x.blocks > 0 || x.bytes > 0) {
+                        if per_call.is_none() {
+                            per_call = r.last().cloned();
+                        }
+                        "per_call"
+                    } else if (r[0].blocks > 0 || r[0].bytes > 0)
+                        && r[1..].iter().all(|x| x.blocks == 0 && x.bytes == 0)
+                    {
+                        "one_time"
+                    } else {
+                        "unknown"
+                    }
+                }
+                _ => "unknown",
+            };
+            match g {
+                "one_time" => any_one_time = true,
+                "unknown" => any_unknown = true,
+                _ => {}
+            }
+            t.growth = Some(g.to_string());
+        }
+        // Plain checkpoints (a service's requests): one sequence of calls.
+        let grew: Vec<bool> = user_ckpts
+            .iter()
+            .map(|c| per.get(c).is_some_and(|v| v.0 > 0 || v.1 > 0))
+            .collect();
+        if let Some(first) = grew.iter().position(|g| *g) {
+            let after = &grew[first..];
+            let g = if after.len() >= 2 && after.iter().all(|g| *g) {
+                let last = user_ckpts[first + after.len() - 1];
+                let v = per[&last];
+                if per_call.is_none() {
+                    per_call = Some(BytesBlocks {
+                        bytes: v.0.max(0) as u64,
+                        blocks: v.1.max(0) as u64,
+                    });
+                }
+                "per_call"
+            } else if after.len() >= 2 && after[1..].iter().all(|g| !*g) {
+                "one_time"
+            } else {
+                "unknown"
+            };
+            for t in tests.iter_mut().filter(|t| t.kind == "checkpoint") {
+                t.growth = Some(g.to_string());
+            }
+            match g {
+                "one_time" => any_one_time = true,
+                "unknown" => any_unknown = true,
+                _ => {}
+            }
+        }
+        let growth = if per_call.is_some() {
+            "per_call"
+        } else if any_one_time && !any_unknown {
+            "one_time"
+        } else {
+            "unknown"
+        };
+        f.growth = Some(growth.to_string());
+        f.per_call = per_call;
+        f.tests = tests;
+    }
+    let mut tests: Vec<String> = Vec::new();
+    let mut repeat = 1;
+    for c in &order {
+        let m = &markers[c];
+        if m.kind == "test" {
+            repeat = repeat.max(m.of.unwrap_or(1));
+            if !tests.contains(&m.label) {
+                tests.push(m.label.clone());
+            }
+        }
+    }
+    Some(PerTestOut {
+        checkpoints: order.len() as u64,
+        snapshot_records: snaps.len() as u64,
+        hidden_reachable,
+        repeat,
+        tests,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deltas() {
+        assert_eq!(
+            parse_delta(
+                "80 (+40) bytes in 2 (+1) blocks are definitely lost in loss record 5 of 10"
+            ),
+            Some((40, 1))
+        );
+        assert_eq!(
+            parse_delta(
+                "1,048 (+1,024) (16 (+16) direct, 32 (+32) indirect) bytes in 3 (-1) blocks are still reachable in loss record 1 of 2"
+            ),
+            Some((1024, -1))
+        );
+        assert_eq!(
+            parse_delta("16 bytes in 1 blocks are definitely lost in loss record 1 of 1"),
+            None
+        );
+        assert_eq!(
+            parse_delta("48 (16 direct, 32 indirect) bytes in 1 blocks are definitely lost"),
+            None
+        );
+    }
+
+    fn finding(kind: &str, bytes: u64, blocks: u64) -> Finding {
+        serde_json::from_value(serde_json::json!({
+            "fingerprint": "f", "kind": kind, "category": "user", "source": null,
+            "message": "", "bytes": bytes, "direct_bytes": bytes, "blocks": blocks,
+            "count": 1, "location": null, "source_line": null, "stack": [],
+            "origin": null, "pids": [], "records": 1, "aux": []
+        }))
+        .unwrap()
+    }
+
+    fn marker(label: &str, rep: u32) -> String {
+        format!(
+            "leakgate-checkpoint {{\"v\":1,\"kind\":\"test\",\"label\":\"{label}\",\"rep\":{rep},\"of\":2}}"
+        )
+    }
+
+    fn rec(msgs: u32, key: u64, lost: bool, dbytes: i64, dblocks: i64) -> SnapRec {
+        SnapRec {
+            process: 0,
+            msgs,
+            key: (key, Some(1)),
+            site: 7,
+            lost,
+            dbytes,
+            dblocks,
+        }
+    }
+
+    #[test]
+    fn a_block_lost_later_belongs_to_the_test_that_allocated_it() {
+        // Test a (2 repetitions) allocates a block per run at site 7: still
+        // reachable at its checkpoints (a stale pointer); the first is lost
+        // at test b's checkpoint, the second only at exit.
+        let msgs = vec![
+            marker("a", 1),
+            marker("a", 2),
+            marker("b", 1),
+            marker("b", 2),
+        ];
+        let (reach, lost) = (1u64, 2u64);
+        let snaps = vec![
+            rec(1, reach, false, 16, 1),
+            rec(2, reach, false, 16, 1),
+            rec(3, lost, true, 16, 1),
+            rec(3, reach, false, -16, -1),
+        ];
+        // At exit: 2 blocks lost, none reachable.
+        let finals = vec![rec(0, lost, true, 32, 2)];
+        let mut fl = finding("Leak_DefinitelyLost", 32, 2);
+        let key = (lost, Some(1));
+        let mut keyed = vec![(&key, &mut fl)];
+        let out = resolve(
+            &mut keyed,
+            &Inputs {
+                messages: &[&msgs],
+                pids: &[Some(1)],
+                complete: &[true],
+                snaps: &snaps,
+                finals: &finals,
+                errors: &[],
+                hidden_reachable: 0,
+            },
+        )
+        .unwrap();
+        assert_eq!(out.checkpoints, 4);
+        assert_eq!(out.repeat, 2);
+        let t: Vec<(&str, u64, u64)> = fl
+            .tests
+            .iter()
+            .map(|t| (t.test.as_str(), t.bytes, t.blocks))
+            .collect();
+        assert_eq!(t, [("a", 32, 2)]);
+        assert_eq!(
+            fl.tests[0].repetitions,
+            [
+                BytesBlocks {
+                    bytes: 16,
+                    blocks: 1
+                },
+                BytesBlocks {
+                    bytes: 16,
+                    blocks: 1
+                }
+            ]
+        );
+        assert_eq!(fl.growth.as_deref(), Some("per_call"));
+    }
+
+    #[test]
+    fn markers() {
+        let m = parse_marker(
+            "leakgate-checkpoint {\"v\":1,\"kind\":\"test\",\"label\":\"t.py::a[\\u003c1\\u003e]\",\"rep\":2,\"of\":3}\n",
+        )
+        .unwrap();
+        assert_eq!(m.kind, "test");
+        assert_eq!(m.label, "t.py::a[<1>]");
+        assert_eq!((m.rep, m.of), (Some(2), Some(3)));
+        assert!(parse_marker("hello").is_none());
+    }
+}
