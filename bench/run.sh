@@ -9,11 +9,13 @@
 #   run:      bare `valgrind <leakgate's flags> python test.py` vs
 #             `leakgate run -- python test.py` on the CPython test program.
 # Prints a table of medians (wall seconds, MB/s, peak RSS) and ratios.
-# Usage: bench/run.sh [RUNS]     (default 3; needs zstd, python3, valgrind,
-#        ~3.5 GB free in $TMPDIR; takes several minutes, mostly iterparse)
+# Usage: bench/run.sh [RUNS] [VG_RUNS]   (defaults 3 and 10: analyze runs, and
+#        runs of the valgrind pair; needs zstd, python3, valgrind, ~1.7 GB
+#        free in $TMPDIR; takes several minutes, mostly iterparse)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS="${1:-3}"
+VG_RUNS="${2:-10}"
 cargo build --release -q
 LG="$PWD/target/release/leakgate"
 WORK="${TMPDIR:-/tmp}/leakgate-bench"
@@ -49,9 +51,21 @@ for i in $(seq "$RUNS"); do
     measure leakgate2x "$LG" analyze "$XML" "$WORK/torch-second-process.xml"
     measure wc wc -l "$XML"
     measure iterparse python3 bench/iterparse.py "$XML"
-    measure vg_bare env PYTHONMALLOC=malloc valgrind "${VG_FLAGS[@]}" \
-        --xml-file="$WORK/bare.%p.xml" --log-file="$WORK/bare.%p.log" "$PY" "$EXT/test.py"
-    measure vg_leakgate "$LG" run -- "$PY" "$EXT/test.py"
+done
+# The run comparison: a 4-5 s program whose wall time varies by +-10 % from
+# run to run, so more runs, alternating which goes first.
+for i in $(seq "$VG_RUNS"); do
+    echo "valgrind run $i/$VG_RUNS" >&2
+    if [ $((i % 2)) -eq 1 ]; then
+        measure vg_bare env PYTHONMALLOC=malloc valgrind "${VG_FLAGS[@]}" \
+            --xml-file="$WORK/bare.%p.xml" --log-file="$WORK/bare.%p.log" "$PY" "$EXT/test.py"
+        measure vg_leakgate "$LG" run -- "$PY" "$EXT/test.py"
+    else
+        measure vg_leakgate "$LG" run -- "$PY" "$EXT/test.py"
+        measure vg_bare env PYTHONMALLOC=malloc valgrind "${VG_FLAGS[@]}" \
+            --xml-file="$WORK/bare.%p.xml" --log-file="$WORK/bare.%p.log" "$PY" "$EXT/test.py"
+    fi
+    rm -f "$WORK"/bare.*.xml "$WORK"/bare.*.log
 done
 
 row() { # name label bytes
@@ -63,7 +77,7 @@ row() { # name label bytes
 }
 med() { median <<<"${T[$1]}"; }
 echo
-echo "Corpus: $(awk -v b="$SIZE" 'BEGIN{printf "%.2f GB", b/1e9}'), $(nproc) cores, $RUNS runs each (medians)"
+echo "Corpus: $(awk -v b="$SIZE" 'BEGIN{printf "%.2f GB", b/1e9}'), $(nproc) cores, medians of $RUNS runs ($VG_RUNS for the valgrind pair)"
 echo
 echo "| what                                         | wall (s) |    MB/s | RSS (MiB) |"
 echo "|----------------------------------------------|----------|---------|-----------|"
