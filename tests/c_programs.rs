@@ -62,17 +62,6 @@ fn find<'a>(r: &'a Value, kind: &str, line: u32) -> &'a Value {
     hits[0]
 }
 
-fn conservation(r: &Value) {
-    let sum: u64 = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["records"].as_u64().unwrap())
-        .sum();
-    let supp = r["summary"]["suppressed"]["records"].as_u64().unwrap();
-    assert_eq!(r["summary"]["records"].as_u64().unwrap(), sum + supp);
-}
-
 #[test]
 fn every_leak_kind_is_found_at_its_line() {
     if !common::valgrind_or_skip() {
@@ -88,7 +77,7 @@ fn every_leak_kind_is_found_at_its_line() {
         &[exe.to_str().unwrap()],
     );
     assert_eq!(code, 1, "definite leaks fail the gate");
-    conservation(&r);
+    common::assert_conserved(&r);
     let f = find(&r, "Leak_DefinitelyLost", line("@definite"));
     assert_eq!(f["bytes"], 64);
     assert_eq!(f["blocks"], 1);
@@ -139,7 +128,7 @@ fn memory_errors_are_found_and_fail_the_gate() {
     let line = |m| common::marker_line(&src, m);
     let (code, r) = run_json(tmp.path(), &[], &[exe.to_str().unwrap()]);
     assert_eq!(code, 1);
-    conservation(&r);
+    common::assert_conserved(&r);
     find(&r, "InvalidRead", line("@invalid_read"));
     find(&r, "InvalidWrite", line("@invalid_write"));
     let f = find(&r, "UninitCondition", line("@uninit_cond"));

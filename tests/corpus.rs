@@ -47,21 +47,6 @@ fn analyze(args: &[&str], paths: &[&Path]) -> (i32, Value, String) {
     (code, v, err)
 }
 
-fn records_conserved(r: &Value) {
-    let sum: u64 = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["records"].as_u64().unwrap())
-        .sum();
-    let supp = r["summary"]["suppressed"]["records"].as_u64().unwrap();
-    assert_eq!(
-        r["summary"]["records"].as_u64().unwrap(),
-        sum + supp,
-        "records conserved"
-    );
-}
-
 fn count_errors(path: &Path) -> u64 {
     let text = String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();
     (text.matches("<error>").count() + text.matches("<fatal_signal>").count()) as u64
@@ -72,7 +57,7 @@ fn many_xml_reads_every_record_once_despite_quirks() {
     let p = fixture("raw-3.19/many.xml");
     let (code, r, _) = analyze(&[], &[&p]);
     assert_eq!(code, 1);
-    records_conserved(&r);
+    common::assert_conserved(&r);
     // 16 <error>s; the 16 duplicated top-level <suppression>s are not records.
     assert_eq!(r["summary"]["records"], 16);
     assert_eq!(count_errors(&p), 16);
@@ -165,7 +150,7 @@ fn fatal_signal_is_a_finding_and_the_report_is_complete() {
             .iter()
             .any(|f| f["kind"] == "FatalSignal")
     );
-    records_conserved(&r);
+    common::assert_conserved(&r);
 }
 
 #[test]
@@ -182,7 +167,7 @@ fn inlined_frames_and_mangled_names_are_read() {
     assert!(kinds.contains(&"MismatchedFree"), "{kinds:?}");
     let stripped = fixture("raw-3.19/stripped.xml");
     let (_, r, _) = analyze(&[], &[&stripped]);
-    records_conserved(&r);
+    common::assert_conserved(&r);
 }
 
 #[test]
@@ -196,7 +181,7 @@ fn protocol_6_report_is_read() {
         kinds.contains("FdNotClosed"),
         "unknown kinds kept as strings: {kinds}"
     );
-    records_conserved(&r);
+    common::assert_conserved(&r);
 }
 
 #[test]
@@ -225,7 +210,7 @@ fn recorded_runs_reanalyse_with_source_roots() {
     let (code, r, _) = analyze(&[], &[&fixture("recorded")]);
     assert_eq!(code, 1);
     assert_eq!(r["processes"].as_array().unwrap().len(), 2);
-    records_conserved(&r);
+    common::assert_conserved(&r);
 }
 
 #[test]
@@ -238,7 +223,7 @@ fn torch_extension_report_has_exactly_the_two_user_leaks() {
         &[&dir.join("valgrind.xml.zst")],
     );
     assert_eq!(code, 1, "{err}");
-    records_conserved(&r);
+    common::assert_conserved(&r);
     let user: Vec<&Value> = r["findings"]
         .as_array()
         .unwrap()
@@ -306,7 +291,7 @@ fn every_file_parses(dir: &Path) {
             count_errors(&p),
             "{name}: every <error> is a record"
         );
-        records_conserved(&r);
+        common::assert_conserved(&r);
     }
     assert!(n > 0);
 }
@@ -331,13 +316,7 @@ fn raw_corpora_parse() {
 fn chunked_parallel_parsing_gives_the_same_report() {
     // Large files are split at <error> lines and parsed in parallel;
     // LEAKGATE_CHUNK_BYTES forces that on small fixtures.
-    let mut files: Vec<PathBuf> = Vec::new();
-    for d in ["raw-3.19", "recorded", "raw-3.27"] {
-        for e in std::fs::read_dir(fixture(d)).unwrap() {
-            files.push(e.unwrap().path());
-        }
-    }
-    files.sort();
+    let files = common::fixture_files(&["raw-3.19", "recorded", "raw-3.27"]);
     let run = |p: &Path, chunk: Option<&str>| {
         let mut c = Command::new(common::leakgate_bin());
         c.args(["analyze", "--format", "json"]).arg(p);
@@ -362,7 +341,7 @@ fn chunked_parallel_parsing_gives_the_same_report() {
     let (code, all, _) = analyze(&[], &files.iter().map(PathBuf::as_path).collect::<Vec<_>>());
     assert!(matches!(code, 1 | 3));
     assert_eq!(all["processes"].as_array().unwrap().len(), files.len());
-    records_conserved(&all);
+    common::assert_conserved(&all);
 }
 
 /// Peak RSS (KiB) from the LEAKGATE_TIMINGS line, and the record count.

@@ -39,26 +39,13 @@ fn analyze_env(args: &[&str], paths: &[&Path], env: &[(&str, &str)]) -> (i32, Va
         .unwrap_or(0);
     let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     if v != Value::Null {
-        conserved(&v);
+        common::assert_conserved(&v);
     }
     (code, v, err, peak)
 }
 
 fn analyze(paths: &[&Path]) -> (i32, Value, String, u64) {
     analyze_env(&[], paths, &[])
-}
-
-/// records == Σ findings[].records + suppressed.records, and no internal error.
-fn conserved(r: &Value) {
-    let sum: u64 = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["records"].as_u64().unwrap())
-        .sum();
-    let supp = r["summary"]["suppressed"]["records"].as_u64().unwrap();
-    assert_eq!(r["summary"]["records"].as_u64().unwrap(), sum + supp);
-    assert_ne!(r["verdict"]["exit_code"], 5, "{}", r["verdict"]);
 }
 
 const HEAD: &str = "<?xml version=\"1.0\"?>\n<valgrindoutput>\n<protocolversion>4</protocolversion>\n\
@@ -514,20 +501,14 @@ fn source_paths_naming_devices_are_not_read() {
 
 #[test]
 fn records_are_conserved_on_every_fixture() {
-    let mut files: Vec<PathBuf> = Vec::new();
-    for d in ["recorded", "raw-3.19", "raw-3.27"] {
-        for e in std::fs::read_dir(fixture(d)).unwrap() {
-            files.push(e.unwrap().path());
-        }
-    }
-    files.sort();
+    let files = common::fixture_files(&["recorded", "raw-3.19", "raw-3.27"]);
     for f in &files {
         for env in [&[][..], &[("LEAKGATE_CHUNK_BYTES", "600")][..]] {
             let (code, r, err, _) = analyze_env(&[], &[f], env);
             assert!(!err.contains("internal error"), "{}: {err}", f.display());
             assert_ne!(code, 5, "{}", f.display());
             if code != 2 {
-                conserved(&r);
+                common::assert_conserved(&r);
             }
         }
     }

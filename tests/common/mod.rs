@@ -6,9 +6,9 @@
 //! Python interpreter to test with, and decide whether a test whose
 //! prerequisite is missing is skipped or fails (`LEAKGATE_REQUIRE_ALL=1`).
 //!
-//! Only `std` and `tempfile` are used. Every builder copies the sources into
-//! a caller-provided directory (usually a `tempfile::TempDir`) and builds the
-//! copy there, so the repository tree is never written to and the debug info
+//! Only `std`, `tempfile` and `serde_json` (reports) are used. Every
+//! builder copies the sources into a caller-provided directory (usually a
+//! `tempfile::TempDir`) and builds the copy there, so the repository tree is never written to and the debug info
 //! (and therefore Valgrind's `<dir>`/`<file>`) points into that directory.
 #![allow(dead_code)]
 
@@ -311,4 +311,38 @@ pub fn check_success(out: &Output, what: &str) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The conservation rule on a JSON report: records read = Σ findings'
+/// records + suppressed records, and no internal error (exit code 5).
+pub fn assert_conserved(r: &serde_json::Value) {
+    let sum: u64 = r["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["records"].as_u64().expect("records"))
+        .sum();
+    let supp = r["summary"]["suppressed"]["records"]
+        .as_u64()
+        .expect("suppressed records");
+    assert_eq!(
+        r["summary"]["records"].as_u64().expect("records"),
+        sum + supp,
+        "records conserved"
+    );
+    assert_ne!(r["verdict"]["exit_code"], 5, "{}", r["verdict"]);
+}
+
+/// The files of `fixtures/<dir>` for each of `dirs`, sorted.
+pub fn fixture_files(dirs: &[&str]) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        let dir = repo_root().join("fixtures").join(d);
+        for e in fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        {
+            files.push(e.expect("directory entry").path());
+        }
+    }
+    files.sort();
+    files
 }
