@@ -267,7 +267,8 @@ impl Aggregator {
         {
             return true;
         }
-        self.snaps.push(snap_rec(rec, att, dbytes, dblocks));
+        self.snaps
+            .push(snap_rec(rec, fingerprint(rec, att), dbytes, dblocks));
         true
     }
 
@@ -275,13 +276,13 @@ impl Aggregator {
     /// A unit keeps all of them; merging keeps only those at allocation
     /// sites the snapshots saw, so memory does not grow with the size of
     /// ordinary reports.
-    fn add_final(&mut self, rec: &Record, att: &Attribution) {
+    fn add_final(&mut self, rec: &Record, key: (u64, Option<u32>)) {
         if rec.is_leak() {
             let (b, n) = (
                 rec.leaked_bytes.unwrap_or(0),
                 rec.leaked_blocks.unwrap_or(0),
             );
-            self.finals.push(snap_rec(rec, att, b as i64, n as i64));
+            self.finals.push(snap_rec(rec, key, b as i64, n as i64));
         }
     }
 
@@ -307,7 +308,7 @@ impl Aggregator {
         {
             self.hidden_reachable += 1;
             self.outside += 1;
-            self.add_final(&rec, &att);
+            self.add_final(&rec, fingerprint(&rec, &att));
             return;
         }
         self.summary.records += 1;
@@ -349,9 +350,9 @@ impl Aggregator {
         if let Some(o) = &self.observer {
             o(&rec, &att, process, false);
         }
-        self.add_final(&rec, &att);
         let (fp, line) = fingerprint(&rec, &att);
         let key = (fp, line);
+        self.add_final(&rec, key);
         if !rec.is_leak() && self.err_marks.len() < ERR_MARKS_MAX {
             self.err_marks.push((rec.process, rec.client_msgs, key));
         }
@@ -671,8 +672,9 @@ fn severity(kind: &str) -> u8 {
 }
 
 /// A loss record as the per-test tracker keeps it: the finding it belongs
-/// to, its allocation stack (without the kind) and its growth.
-fn snap_rec(rec: &Record, att: &Attribution, dbytes: i64, dblocks: i64) -> SnapRec {
+/// to (`key`, its [`fingerprint`]), its allocation stack (without the kind)
+/// and its growth.
+fn snap_rec(rec: &Record, key: (u64, Option<u32>), dbytes: i64, dblocks: i64) -> SnapRec {
     let mut h: u64 = 0xcbf29ce484222325;
     for f in &rec.stack {
         let part = f.ip.as_deref().or(f.func.as_deref()).unwrap_or("?");
@@ -684,7 +686,7 @@ fn snap_rec(rec: &Record, att: &Attribution, dbytes: i64, dblocks: i64) -> SnapR
     SnapRec {
         process: rec.process,
         msgs: rec.client_msgs,
-        key: fingerprint(rec, att),
+        key,
         site: h,
         lost: matches!(&*rec.kind, "Leak_DefinitelyLost" | "Leak_IndirectlyLost"),
         dbytes,
