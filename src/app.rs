@@ -177,11 +177,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let cfg = RunConfig {
         valgrind: a.valgrind.clone(),
         num_callers: a.num_callers,
-        show_leak_kinds: a
-            .show_leak_kinds
-            .clone()
-            .unwrap_or_else(|| run::DEFAULT_SHOW_LEAK_KINDS.to_string()),
-        show_leak_kinds_given: a.show_leak_kinds.is_some(),
+        show_leak_kinds: a.show_leak_kinds.clone(),
         per_test,
         repeat: a.repeat,
         track_origins: !a.no_track_origins,

@@ -74,9 +74,9 @@ pub enum PerTest {
 pub struct RunConfig {
     pub valgrind: Option<PathBuf>,
     pub num_callers: u32,
-    pub show_leak_kinds: String,
-    /// `--show-leak-kinds` was given (leakgate does not widen it).
-    pub show_leak_kinds_given: bool,
+    /// `--show-leak-kinds` as given; `None`: [`DEFAULT_SHOW_LEAK_KINDS`],
+    /// widened to `all` for per-test checkpoints (a given value never is).
+    pub show_leak_kinds: Option<String>,
     pub per_test: PerTest,
     /// `--repeat`: how often the pytest plugin runs each test.
     pub repeat: u32,
@@ -103,8 +103,7 @@ impl RunConfig {
         RunConfig {
             valgrind: None,
             num_callers: 40,
-            show_leak_kinds: DEFAULT_SHOW_LEAK_KINDS.into(),
-            show_leak_kinds_given: false,
+            show_leak_kinds: None,
             per_test: PerTest::Auto,
             repeat: 1,
             track_origins: true,
@@ -359,16 +358,11 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     // Checkpoints follow blocks that are still reachable at one snapshot
     // and lost at a later one, and report containers that grow while
     // reachable: Valgrind must show reachable blocks too.
-    let added_reachable = per_test
-        && !cfg.show_leak_kinds_given
-        && !cfg
-            .show_leak_kinds
-            .split(',')
-            .any(|k| matches!(k.trim(), "all" | "reachable"));
-    let show_leak_kinds = if added_reachable {
-        "all".to_string()
-    } else {
-        cfg.show_leak_kinds.clone()
+    let added_reachable = per_test && cfg.show_leak_kinds.is_none();
+    let show_leak_kinds = match &cfg.show_leak_kinds {
+        Some(kinds) => kinds.as_str(),
+        None if added_reachable => "all",
+        None => DEFAULT_SHOW_LEAK_KINDS,
     };
     let mut args: Vec<OsString> = vec![
         "--tool=memcheck".into(),
