@@ -439,7 +439,6 @@ impl<R: BufRead> EventSource<'_> for Buffered<R> {
 struct Sliced<'a> {
     reader: Reader<&'a [u8]>,
     input: &'a [u8],
-    len: usize,
     offset: u64,
     too_long_at: Option<u64>,
 }
@@ -451,22 +450,26 @@ impl<'a> Sliced<'a> {
         Sliced {
             reader,
             input,
-            len: input.len(),
             offset,
             too_long_at: None,
         }
+    }
+
+    /// Bytes of the slice read so far.
+    fn consumed(&self) -> usize {
+        self.input.len() - self.reader.get_ref().len()
     }
 }
 
 impl<'a> EventSource<'a> for Sliced<'a> {
     fn next_event<'s>(&'s mut self, _buf: &'s mut Vec<u8>) -> quick_xml::Result<Event<'s>> {
-        let before = self.reader.get_ref().len();
+        let before = self.consumed();
         let ev = self.reader.read_event()?;
         // Nothing is copied here, but a token the stream reader would
         // refuse is refused here too: the same file gives the same report
         // plain or compressed.
-        if before - self.reader.get_ref().len() > MAX_TOKEN {
-            self.too_long_at = Some(self.offset + (self.len - before) as u64);
+        if self.consumed() - before > MAX_TOKEN {
+            self.too_long_at = Some(self.offset + before as u64);
             return Err(quick_xml::Error::Io(std::sync::Arc::new(
                 std::io::Error::new(std::io::ErrorKind::InvalidData, "XML token too long"),
             )));
@@ -477,13 +480,13 @@ impl<'a> EventSource<'a> for Sliced<'a> {
         Some(self.reader.get_ref())
     }
     fn read_ends_with(&self, tag: &[u8]) -> bool {
-        self.input[..self.len - self.reader.get_ref().len()].ends_with(tag)
+        self.input[..self.consumed()].ends_with(tag)
     }
     fn raw(&mut self) -> &mut dyn BufRead {
         self.reader.get_mut()
     }
     fn error_position(&self) -> u64 {
-        let here = (self.len - self.reader.get_ref().len()) as u64;
+        let here = self.consumed() as u64;
         let behind = self.reader.buffer_position() - self.reader.error_position();
         self.offset + here.saturating_sub(behind)
     }
