@@ -330,7 +330,63 @@ pub fn notes(
             plural(known, "finding", "findings")
         ));
     }
+    notes.extend(site_packages_hint(policy, findings));
     notes
+}
+
+/// How many objects the site-packages hint names before "and N more".
+const OBJECTS_NAMED: usize = 3;
+
+/// When nothing is gated but third-party noise of a gated kind comes from
+/// objects under `site-packages`/`dist-packages`: one line naming those
+/// objects and how to claim one (`--user-object`). An extension installed
+/// with `pip install .` lands there; it is the user's only when its frames'
+/// sources lie under a source root (README "Extensions installed into
+/// site-packages").
+pub fn site_packages_hint(policy: &Policy, findings: &[Finding]) -> Option<String> {
+    if findings.iter().any(|f| policy.gates(f)) {
+        return None;
+    }
+    // object file name -> records
+    let mut objects: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    for f in findings {
+        if f.is_user()
+            || f.source.as_deref() != Some("third_party")
+            || !policy.fail_on.matches(&f.kind)
+        {
+            continue;
+        }
+        let obj = f
+            .stack
+            .iter()
+            .filter_map(|fr| fr.object.as_deref())
+            .find(|o| {
+                o.split('/')
+                    .any(|c| c == "site-packages" || c == "dist-packages")
+                    && crate::attribute::classify_object(Some(o))
+                        == crate::attribute::ObjClass::ThirdParty
+            });
+        if let Some(o) = obj {
+            let name = o.rsplit('/').next().unwrap_or(o);
+            *objects.entry(name).or_insert(0) += f.records;
+        }
+    }
+    let (first, _) = objects.iter().max_by_key(|(_, n)| **n)?;
+    let total: u64 = objects.values().sum();
+    let mut named: Vec<String> = objects
+        .iter()
+        .take(OBJECTS_NAMED)
+        .map(|(o, n)| format!("{o} ({n})"))
+        .collect();
+    if objects.len() > OBJECTS_NAMED {
+        named.push(format!("and {} more", objects.len() - OBJECTS_NAMED));
+    }
+    Some(format!(
+        "not gated: {} of a gated kind in objects under site-packages, counted as third-party noise: {}; \
+         if one is yours, run from its source checkout (or add --src-root) or claim it with --user-object '{first}'",
+        plural(total, "record", "records"),
+        named.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -360,5 +416,133 @@ mod tests {
         };
         let v = verdict(&q, &[], &[], Some(&ExitStatus::Code(3)), &[]);
         assert_eq!(v.exit_code, EXIT_PASS);
+    }
+
+    /// A finding whose stack is `malloc` in Valgrind's preload, then one
+    /// frame in each of `objects`.
+    fn noise(kind: &str, source: &str, records: u64, objects: &[&str]) -> Finding {
+        let frame = |function: &str, object: &str| crate::report::FrameOut {
+            function: Some(function.into()),
+            object: Some(object.into()),
+            file: None,
+            path: None,
+            line: None,
+            ip: None,
+            user: false,
+        };
+        let mut stack = vec![frame(
+            "malloc",
+            "/usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so",
+        )];
+        stack.extend(objects.iter().map(|o| frame("f", o)));
+        Finding {
+            fingerprint: String::new(),
+            kind: kind.into(),
+            category: if source == "user" { "user" } else { "noise" }.into(),
+            source: (source != "user").then(|| source.into()),
+            message: String::new(),
+            bytes: None,
+            direct_bytes: None,
+            blocks: None,
+            count: 1,
+            location: None,
+            source_line: None,
+            stack,
+            origin: None,
+            pids: vec![1],
+            records,
+            aux: vec![],
+            gated: None,
+            baseline: None,
+            processes: Vec::new(),
+            inherited_by: Vec::new(),
+            advice: None,
+            tests: Vec::new(),
+            growth: None,
+            per_call: None,
+        }
+    }
+
+    const LIBPY: &str = "/opt/py/lib/libpython3.11.so.1.0";
+    const EXT: &str = "/w/.venv/lib/python3.11/site-packages/spam.cpython-311-x86_64-linux-gnu.so";
+
+    #[test]
+    fn site_packages_hint_names_the_objects_and_the_flag() {
+        let p = Policy::default();
+        let findings = vec![
+            noise(
+                "Leak_DefinitelyLost",
+                "third_party",
+                2,
+                &[LIBPY, EXT, LIBPY],
+            ),
+            noise("InvalidRead", "third_party", 1, &[EXT]),
+            noise(
+                "Leak_IndirectlyLost",
+                "third_party",
+                1,
+                &["/usr/lib/python3/dist-packages/numpy/core/_multiarray_umath.so"],
+            ),
+            // not gated kinds, other noise, other third-party places: no hint
+            noise(
+                "Leak_PossiblyLost",
+                "third_party",
+                5,
+                &["/v/site-packages/poss.so"],
+            ),
+            noise("Leak_DefinitelyLost", "python", 7, &[LIBPY]),
+            noise(
+                "Leak_DefinitelyLost",
+                "third_party",
+                9,
+                &["/src/third_party/lib.so"],
+            ),
+        ];
+        let notes = notes(&p, &findings, &[], &[]);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        let n = &notes[0];
+        assert!(!n.contains('\n'), "{n}");
+        assert!(
+            n.starts_with("not gated: 4 records of a gated kind in objects under site-packages"),
+            "{n}"
+        );
+        assert!(
+            n.contains("_multiarray_umath.so (1), spam.cpython-311-x86_64-linux-gnu.so (3)"),
+            "{n}"
+        );
+        assert!(
+            n.ends_with("--user-object 'spam.cpython-311-x86_64-linux-gnu.so'"),
+            "{n}"
+        );
+        assert!(!n.contains("poss.so") && !n.contains("lib.so"), "{n}");
+    }
+
+    #[test]
+    fn site_packages_hint_only_when_nothing_is_gated() {
+        let p = Policy::default();
+        let mut findings = vec![noise("Leak_DefinitelyLost", "third_party", 1, &[EXT])];
+        assert!(site_packages_hint(&p, &findings).is_some());
+        findings.push(noise("InvalidWrite", "user", 1, &["/w/spam.so"]));
+        assert_eq!(site_packages_hint(&p, &findings), None);
+        // --fail-on none: nothing of a gated kind
+        let none = Policy {
+            fail_on: FailOn::parse("none").unwrap(),
+            ..Policy::default()
+        };
+        let findings = vec![noise("Leak_DefinitelyLost", "third_party", 1, &[EXT])];
+        assert_eq!(site_packages_hint(&none, &findings), None);
+        // more objects than named
+        let objs: Vec<String> = (0..5)
+            .map(|i| format!("/v/site-packages/m{i}.so"))
+            .collect();
+        let findings: Vec<Finding> = objs
+            .iter()
+            .map(|o| noise("Leak_DefinitelyLost", "third_party", 1, &[o.as_str()]))
+            .collect();
+        let n = site_packages_hint(&p, &findings).unwrap();
+        assert!(
+            n.contains("m0.so (1), m1.so (1), m2.so (1), and 2 more"),
+            "{n}"
+        );
     }
 }
