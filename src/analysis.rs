@@ -325,7 +325,7 @@ impl Aggregator {
             match outcome {
                 MatchOutcome::Suppressed(i) => {
                     self.supp_used[i] += 1;
-                    if att.is_user() {
+                    if att.is_user() && hidden_user_matters(&rec) {
                         self.supp_hid_user[i] += 1;
                     }
                     self.summary.suppressed.records += 1;
@@ -694,6 +694,25 @@ fn snap_rec(rec: &Record, key: (u64, Option<u32>), dbytes: i64, dblocks: i64) ->
     }
 }
 
+/// Whether a user record that a suppression hid is worth a note: a kind
+/// the default gate fails on (a definite or indirect leak, a memory error)
+/// that was not made while the interpreter imported the extension (module
+/// initialisation allocates for the life of the process, and the bundled
+/// rules for the import machinery hide those records on purpose).
+fn hidden_user_matters(rec: &Record) -> bool {
+    let gated_kind =
+        !rec.is_leak() || matches!(&*rec.kind, "Leak_DefinitelyLost" | "Leak_IndirectlyLost");
+    let module_init = rec.stack.iter().any(|f| {
+        f.func.as_deref().is_some_and(|n| {
+            n.starts_with("PyInit_")
+                || n.starts_with("_imp_create_dynamic")
+                || n == "_PyImport_LoadDynamicModuleWithSpec"
+                || n.starts_with("PyModule_ExecDef")
+        })
+    });
+    gated_kind && !module_init
+}
+
 /// The finding's fingerprint and (for user findings) its line, which
 /// separates distinct sites in one function.
 fn fingerprint(rec: &Record, att: &Attribution) -> (u64, Option<u32>) {
@@ -747,7 +766,10 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
         .enumerate()
         .map(|(i, f)| frame_out(f, att.user_frames.contains(&i), local(i)))
         .collect();
-    let location = att.owner.filter(|_| user).map(|i| {
+    // The deciding frame: the user's frame of a user finding, the frame
+    // whose library the noise is labelled by (or, for noise that ran
+    // through the user's code for a reason, the user's frame).
+    let location = att.owner.map(|i| {
         let f = &rec.stack[i];
         Location {
             function: f.func.as_deref().map(str::to_string),
@@ -789,6 +811,7 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
         processes: Vec::new(),
         inherited_by: Vec::new(),
         advice: None,
+        reason: att.reason.as_ref().map(|r| r.describe()),
         tests: Vec::new(),
         growth: None,
         per_call: None,

@@ -364,7 +364,7 @@ fn build_report(
     }
     for (name, n) in &analysis.supp_hid_user {
         notes.push(format!(
-            "suppression {name:?} hid {n} record(s) that leakgate attributes to your code"
+            "suppression {name:?} hid {n} leak or error record(s) that leakgate attributes to your code; if they are yours, narrow that rule (leakgate suppressions show, or your --suppressions file) or run with --no-bundled-suppressions to see them"
         ));
     }
     if analysis.summary.suppressed.undecidable > 0 {

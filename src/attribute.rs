@@ -226,6 +226,71 @@ fn is_allocator_name(f: &str) -> bool {
         || f.starts_with("_ZdaPv")
 }
 
+/// CPython's allocation functions that hand (possibly) uninitialised memory
+/// to their caller: in an origin stack the caller made the value, not them.
+const PYTHON_ALLOCATION_API: &[&str] = &[
+    "PyMem_Malloc",
+    "PyMem_Calloc",
+    "PyMem_Realloc",
+    "PyMem_RawMalloc",
+    "PyMem_RawCalloc",
+    "PyMem_RawRealloc",
+    "_PyMem_RawMalloc",
+    "_PyMem_RawCalloc",
+    "_PyMem_RawRealloc",
+    "PyObject_Malloc",
+    "PyObject_Calloc",
+    "PyObject_Realloc",
+    "_PyObject_Malloc",
+    "_PyObject_Calloc",
+    "_PyObject_Realloc",
+    "pymalloc_alloc",
+    "pymalloc_realloc",
+    "_PyObject_New",
+    "_PyObject_NewVar",
+    "PyObject_Init",
+    "PyObject_InitVar",
+    "_PyObject_GC_New",
+    "_PyObject_GC_NewVar",
+    "_PyObject_GC_Resize",
+    "_PyObject_GC_Malloc",
+    "_PyObject_GC_Calloc",
+    "gc_alloc",
+    "PyType_GenericAlloc",
+    "_PyType_AllocNoTrack",
+    "PyBytes_FromStringAndSize",
+    "_PyBytes_FromSize",
+    "_PyBytes_Resize",
+    "PyByteArray_FromStringAndSize",
+    "PyByteArray_Resize",
+    "PyUnicode_New",
+    "PyUnicode_Resize",
+    "resize_compact",
+    "unicode_resize",
+];
+
+fn is_python_allocation_api(f: &str) -> bool {
+    PYTHON_ALLOCATION_API.contains(&f)
+        || f.starts_with("_PyMem_Debug")
+        || f.starts_with("_PyBytesWriter_")
+        || f.starts_with("_PyUnicodeWriter_")
+        // tracemalloc's hooks wrap every allocator while it traces.
+        || (f.starts_with("tracemalloc_") && !is_interpreter_bookkeeping(f))
+}
+
+/// Interpreter functions that allocate for the interpreter's own
+/// bookkeeping, whoever's call they run under: tracemalloc's traces,
+/// tracebacks and hash tables (its allocator hooks themselves are not here:
+/// they wrap the caller's allocation).
+fn is_interpreter_bookkeeping(f: &str) -> bool {
+    matches!(
+        f,
+        "raw_malloc" | "raw_calloc" | "raw_realloc" | "traceback_new" | "tracemalloc_add_trace"
+    ) || f.starts_with("tracemalloc_copy")
+        || f.starts_with("tracemalloc_create")
+        || f.starts_with("_tracemalloc_")
+}
+
 /// Names Valgrind gives frames below `main`; they never decide.
 pub fn is_below_main(f: &str) -> bool {
     f == "(below main)"
@@ -287,6 +352,36 @@ pub struct Attribution {
     pub user_frames: Vec<usize>,
     /// The judged stack's local (resolved) source paths, per frame index, for user frames.
     pub local_paths: Vec<(usize, PathBuf)>,
+    /// Why a record whose stack runs through the user's code is noise
+    /// anyway (the interpreter made the uninitialised value, or allocated
+    /// for its own bookkeeping); `None` otherwise.
+    pub reason: Option<NoiseReason>,
+}
+
+/// Why a record that passes through the user's frames is the interpreter's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoiseReason {
+    /// The `--track-origins` stack says the interpreter function named
+    /// created the uninitialised value (CPython 3.11's `_PyLong_New` leaves
+    /// the digit of a zero int uninitialised); the user's code only used it.
+    InterpreterOrigin(String),
+    /// An interpreter function allocated for its own bookkeeping under the
+    /// user's call (tracemalloc's traces and tracebacks).
+    InterpreterBookkeeping(String),
+}
+
+impl NoiseReason {
+    /// One sentence for the report.
+    pub fn describe(&self) -> String {
+        match self {
+            NoiseReason::InterpreterOrigin(f) => format!(
+                "the uninitialised value was created by the interpreter ({f}), not by your code: CPython leaves it uninitialised and your code only passed it on"
+            ),
+            NoiseReason::InterpreterBookkeeping(f) => {
+                format!("allocated by the interpreter's own bookkeeping ({f}) while your code ran")
+            }
+        }
+    }
 }
 
 impl Attribution {
@@ -427,7 +522,58 @@ impl Attributor {
 
     /// Attributes one record.
     pub fn attribute(&mut self, rec: &Record) -> Attribution {
-        let stack = &rec.stack;
+        let mut att = self.attribute_stack(&rec.stack);
+        match att.source {
+            None => {
+                // An uninitialised value the interpreter made is not the
+                // user's fault, wherever it was used.
+                if let Some(origin) = rec.origin()
+                    && let Some(f) = self.interpreter_origin(&origin.stack)
+                {
+                    att.source = Some(Source::Python);
+                    att.reason = Some(NoiseReason::InterpreterOrigin(f));
+                }
+            }
+            Some(Source::Python) => {
+                if let Some(i) = att.owner
+                    && let Some(name) = rec.stack[i].func.as_deref()
+                    && is_interpreter_bookkeeping(name)
+                    && !att.user_frames.is_empty()
+                {
+                    att.reason = Some(NoiseReason::InterpreterBookkeeping(name.to_string()));
+                }
+            }
+            Some(_) => {}
+        }
+        att
+    }
+
+    /// The interpreter function that created an uninitialised value, when
+    /// the origin stack's innermost frame that is not an allocator (libc's,
+    /// Valgrind's, or one of CPython's allocation functions that hand
+    /// uninitialised memory to their caller) lies in the interpreter.
+    fn interpreter_origin(&mut self, origin: &[Frame]) -> Option<String> {
+        for f in origin {
+            let (class, user_obj) = self.object(&f.obj);
+            let name = f.func.as_deref().unwrap_or("");
+            if class == ObjClass::Valgrind
+                || (is_allocator_name(name)
+                    && matches!(class, ObjClass::System | ObjClass::Unknown))
+            {
+                continue;
+            }
+            if class == ObjClass::Interpreter && !user_obj {
+                if is_python_allocation_api(name) {
+                    continue;
+                }
+                return Some(name.to_string());
+            }
+            return None;
+        }
+        None
+    }
+
+    fn attribute_stack(&mut self, stack: &[Frame]) -> Attribution {
         // Pass 1: per-frame facts.
         let mut facts = Vec::with_capacity(stack.len());
         let mut root_hit = false;
@@ -435,11 +581,32 @@ impl Attributor {
             let (class, user_obj) = self.object(&f.obj);
             let src = self.source(f);
             if let SourceRes::User(_) = src
-                && (matches!(class, ObjClass::Other | ObjClass::Unknown) || user_obj)
+                && (claims_source(class) || user_obj)
             {
                 root_hit = true;
             }
             facts.push((class, user_obj, src));
+        }
+        // An object under site-packages that holds a frame of the user's
+        // sources in this stack is the user's extension (installed with
+        // `pip install .`): its other frames (inlined CPython or library
+        // headers) are judged as in any user object, not as third-party.
+        let claimed: Vec<&str> = stack
+            .iter()
+            .zip(&facts)
+            .filter(|(_, (class, _, src))| {
+                *class == ObjClass::ThirdParty && matches!(src, SourceRes::User(_))
+            })
+            .filter_map(|(f, _)| f.obj.as_deref())
+            .collect();
+        if !claimed.is_empty() {
+            for (f, fact) in stack.iter().zip(facts.iter_mut()) {
+                if fact.0 == ObjClass::ThirdParty
+                    && f.obj.as_deref().is_some_and(|o| claimed.contains(&o))
+                {
+                    fact.0 = ObjClass::Other;
+                }
+            }
         }
         let root_mode = !self.spec.roots.is_empty() && root_hit;
         let mut roles = Vec::with_capacity(stack.len());
@@ -480,6 +647,7 @@ impl Attributor {
                         owner: Some(i),
                         user_frames,
                         local_paths,
+                        reason: None,
                     };
                 }
                 Role::Decide(s) => {
@@ -488,6 +656,7 @@ impl Attributor {
                         owner: Some(i),
                         user_frames,
                         local_paths,
+                        reason: None,
                     };
                 }
             }
@@ -501,6 +670,7 @@ impl Attributor {
             owner,
             user_frames,
             local_paths,
+            reason: None,
         }
     }
 
@@ -528,7 +698,7 @@ impl Attributor {
             return Role::Skip;
         }
         if let SourceRes::User(_) = src
-            && (matches!(class, ObjClass::Other | ObjClass::Unknown) || user_obj)
+            && (claims_source(class) || user_obj)
         {
             return Role::User;
         }
@@ -539,6 +709,9 @@ impl Attributor {
             };
         }
         match class {
+            ObjClass::Interpreter if is_interpreter_bookkeeping(name) => {
+                Role::Decide(Source::Python)
+            }
             ObjClass::Interpreter => Role::PassThrough(Source::Python),
             ObjClass::Other => match src {
                 SourceRes::Excluded(s) => header_role(*s),
@@ -561,6 +734,18 @@ impl Attributor {
             c => Role::Decide(class_source(c)),
         }
     }
+}
+
+/// Whether a frame in an object of this class is the user's when its source
+/// file lies under a source root. Besides objects that are nobody else's,
+/// an object under site-packages (a venv) counts: `pip install .` puts the
+/// extension under test there, and its debug info still names the checkout's
+/// files. Interpreter, CUDA, torch and system objects never do.
+fn claims_source(class: ObjClass) -> bool {
+    matches!(
+        class,
+        ObjClass::Other | ObjClass::Unknown | ObjClass::ThirdParty
+    )
 }
 
 /// A frame of the user's object whose source is a header from elsewhere:
@@ -634,6 +819,184 @@ mod tests {
         );
         assert_eq!(c("???"), ObjClass::Unknown);
         assert_eq!(classify_object(None), ObjClass::Unknown);
+    }
+
+    const LIBPY: &str = "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0";
+    const PRELOAD: &str = "/usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so";
+
+    fn fr(obj: &str, func: &str, src: Option<(&str, &str, u32)>) -> Frame {
+        Frame {
+            obj: Some(obj.into()),
+            func: Some(func.into()),
+            dir: src.map(|(d, _, _)| d.into()),
+            file: src.map(|(_, f, _)| f.into()),
+            line: src.map(|(_, _, l)| l),
+            ..Frame::default()
+        }
+    }
+
+    /// A checkout with `src/ext.c` and an attributor rooted there.
+    fn checkout() -> (tempfile::TempDir, Attributor) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/ext.c"), "int x;\n").unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let att = Attributor::new(UserSpec {
+            roots: vec![root],
+            user_objects: vec![],
+        });
+        (dir, att)
+    }
+
+    fn leak(stack: Vec<Frame>) -> Record {
+        Record {
+            kind: "Leak_DefinitelyLost".into(),
+            stack,
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn extension_installed_into_site_packages_is_yours_when_its_source_is() {
+        let (dir, mut att) = checkout();
+        let so = "/venv/lib/python3.11/site-packages/ext.cpython-311-x86_64-linux-gnu.so";
+        // pip built it in a temporary directory: trailing components match.
+        let rec = leak(vec![
+            fr(PRELOAD, "malloc", None),
+            fr(
+                so,
+                "Py_INCREF",
+                Some(("/usr/local/include/python3.11", "object.h", 500)),
+            ),
+            fr(so, "leaky", Some(("/tmp/pip-req-build-x1/src", "ext.c", 7))),
+            fr(
+                LIBPY,
+                "cfunction_call",
+                Some(("Objects", "methodobject.c", 553)),
+            ),
+        ]);
+        let a = att.attribute(&rec);
+        assert!(a.is_user(), "{a:?}");
+        assert_eq!(a.owner, Some(2));
+        // The checkout's own path (pip install . builds in the tree).
+        let d = dir.path().canonicalize().unwrap().join("src");
+        let rec = leak(vec![
+            fr(PRELOAD, "malloc", None),
+            fr(so, "leaky", Some((d.to_str().unwrap(), "ext.c", 7))),
+        ]);
+        assert!(att.attribute(&rec).is_user());
+        // Another package in site-packages whose sources are not yours.
+        let other = "/venv/lib/python3.11/site-packages/numpy/core/_umath.so";
+        let rec = leak(vec![
+            fr(PRELOAD, "malloc", None),
+            fr(
+                other,
+                "npy_alloc",
+                Some(("/tmp/pip-build/numpy/core/src", "alloc.c", 9)),
+            ),
+        ]);
+        assert_eq!(att.attribute(&rec).source, Some(Source::ThirdParty));
+        // An inlined CPython header in the claimed extension does not
+        // decide for it.
+        let rec = Record {
+            kind: "UninitValue".into(),
+            stack: vec![
+                fr(
+                    so,
+                    "Py_DECREF",
+                    Some(("/opt/py/include/python3.11", "object.h", 537)),
+                ),
+                fr(so, "parse", Some(("/tmp/pip-req-build-x1/src", "ext.c", 9))),
+            ],
+            ..Record::default()
+        };
+        let a = att.attribute(&rec);
+        assert!(a.is_user(), "{a:?}");
+        assert_eq!(a.owner, Some(1));
+    }
+
+    fn uninit(stack: Vec<Frame>, origin: Vec<Frame>) -> Record {
+        Record {
+            kind: "UninitCondition".into(),
+            stack,
+            aux: vec![crate::model::AuxInfo {
+                text: "Uninitialised value was created by a heap allocation".into(),
+                stack: origin,
+            }],
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn uninitialised_values_the_interpreter_made_are_python_noise() {
+        let (_dir, mut att) = checkout();
+        let ext = "/home/u/proj/ext.so";
+        let user = |f: &str, l| fr(ext, f, Some(("/tmp/b/src", "ext.c", l)));
+        let main = vec![fr(LIBPY, "maybe_small_long", None), user("parse_int", 12)];
+        // CPython's _PyLong_New made it (the zero int's digit).
+        let rec = uninit(
+            main.clone(),
+            vec![
+                fr(PRELOAD, "malloc", None),
+                fr(LIBPY, "_PyLong_New", None),
+                fr(LIBPY, "PyLong_FromString", None),
+                user("parse_int", 10),
+            ],
+        );
+        let a = att.attribute(&rec);
+        assert_eq!(a.source, Some(Source::Python));
+        assert_eq!(
+            a.reason,
+            Some(NoiseReason::InterpreterOrigin("_PyLong_New".into()))
+        );
+        // The user asked CPython's allocator for memory and left it
+        // uninitialised: still the user's.
+        for api in ["PyMem_Malloc", "_PyObject_New", "PyBytes_FromStringAndSize"] {
+            let rec = uninit(
+                main.clone(),
+                vec![
+                    fr(PRELOAD, "malloc", None),
+                    fr(LIBPY, "_PyMem_RawMalloc", None),
+                    fr(LIBPY, api, None),
+                    user("make", 3),
+                ],
+            );
+            let a = att.attribute(&rec);
+            assert!(a.is_user(), "{api}: {a:?}");
+        }
+        // The user's own malloc.
+        let rec = uninit(main, vec![fr(PRELOAD, "malloc", None), user("make", 3)]);
+        assert!(att.attribute(&rec).is_user());
+    }
+
+    #[test]
+    fn tracemalloc_bookkeeping_under_a_user_call_is_the_interpreters() {
+        let (_dir, mut att) = checkout();
+        let ext = "/home/u/proj/ext.so";
+        let rec = leak(vec![
+            fr(PRELOAD, "malloc", None),
+            fr(LIBPY, "raw_malloc", None),
+            fr(LIBPY, "traceback_new", None),
+            fr(LIBPY, "tracemalloc_add_trace", None),
+            fr(LIBPY, "tracemalloc_alloc", None),
+            fr(LIBPY, "PyObject_Malloc", None),
+            fr(ext, "make", Some(("/tmp/b/src", "ext.c", 3))),
+        ]);
+        let a = att.attribute(&rec);
+        assert_eq!(a.source, Some(Source::Python));
+        assert!(matches!(
+            a.reason,
+            Some(NoiseReason::InterpreterBookkeeping(_))
+        ));
+        // The user's allocation itself, through tracemalloc's hook, stays theirs.
+        let rec = leak(vec![
+            fr(PRELOAD, "malloc", None),
+            fr(LIBPY, "tracemalloc_alloc", None),
+            fr(LIBPY, "tracemalloc_malloc_gil", None),
+            fr(LIBPY, "PyMem_Malloc", None),
+            fr(ext, "make", Some(("/tmp/b/src", "ext.c", 3))),
+        ]);
+        assert!(att.attribute(&rec).is_user());
     }
 
     #[test]

@@ -289,6 +289,7 @@ mod tests {
             processes: Vec::new(),
             inherited_by: Vec::new(),
             advice: None,
+            reason: None,
             tests: Vec::new(),
             growth: None,
             per_call: None,

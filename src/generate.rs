@@ -1332,12 +1332,14 @@ mod tests {
             owner: Some(1),
             user_frames: vec![],
             local_paths: vec![],
+            reason: None,
         };
         let uatt = Attribution {
             source: None,
             owner: Some(4),
             user_frames: vec![4],
             local_paths: vec![],
+            reason: None,
         };
         let p = ProcessInfo::default();
         // Without the user record: the general rule.

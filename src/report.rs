@@ -213,6 +213,11 @@ pub struct Finding {
     /// How to fix it, when leakgate knows (e.g. `CudaIpcProducerExited`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
+    /// Noise whose stack runs through your code: why it is not yours
+    /// (an uninitialised value the interpreter made, interpreter
+    /// bookkeeping such as tracemalloc's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// With checkpoints (the pytest plugin, `leakgate_probe.checkpoint`):
     /// the tests (checkpoints) it grew in, with the bytes and blocks added
     /// in each, in run order.

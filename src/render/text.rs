@@ -124,6 +124,15 @@ fn short_stack(f: &Finding, verbose: bool) -> Vec<(bool, &FrameOut)> {
             *k = true;
         }
     }
+    // A gap of one frame (at the start, between kept frames, or at the
+    // end) costs a line either way: show the frame, not "... 1 frames".
+    for i in 0..n {
+        let before = i == 0 || keep[i - 1];
+        let after = i + 1 == n || keep[i + 1];
+        if !keep[i] && before && after {
+            keep[i] = true;
+        }
+    }
     f.stack
         .iter()
         .zip(keep)
@@ -165,6 +174,16 @@ fn verdict_line(r: &Report, st: &Style) -> String {
             st.yellow("TARGET FAILED:")
         ),
         _ => format!("{} {what}", st.red("ERROR:")),
+    }
+}
+
+/// `func (file:line)`, or `func (in object)`, for a finding's location.
+fn location_str(l: &crate::attribute::Location) -> String {
+    let func = l.function.as_deref().unwrap_or("???");
+    match (&l.file, l.line, &l.object) {
+        (Some(file), Some(n), _) => format!("{func} ({file}:{n})"),
+        (_, _, Some(obj)) => format!("{func} (in {obj})"),
+        _ => func.to_string(),
     }
 }
 
@@ -213,9 +232,20 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
     for (i, f) in user.iter().enumerate() {
         let _ = writeln!(o);
         let amount = if f.is_leak() {
+            let bytes = f.bytes.unwrap_or(0);
+            // The summary counts direct bytes (as Valgrind's leak summary
+            // does): say how the header's total splits when they differ.
+            let split = match f.direct_bytes {
+                Some(d) if d != bytes => format!(
+                    " ({} direct, {} indirect)",
+                    thousands(d),
+                    thousands(bytes.saturating_sub(d))
+                ),
+                _ => String::new(),
+            };
             format!(
-                "{} in {}",
-                plural(f.bytes.unwrap_or(0), "byte", "bytes"),
+                "{}{split} in {}",
+                plural(bytes, "byte", "bytes"),
                 plural(f.blocks.unwrap_or(0), "block", "blocks")
             )
         } else {
@@ -354,12 +384,17 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         let _ = writeln!(o, "noise (not yours): {}", parts.join(", "));
         if opts.verbose {
             for f in r.findings.iter().filter(|f| !f.is_user()) {
-                let top = f
-                    .stack
-                    .iter()
-                    .find(|fr| fr.function.is_some())
-                    .map(frame_str)
-                    .unwrap_or_default();
+                // The deciding frame (whose library labels the noise), not
+                // the allocator it called.
+                let top = match &f.location {
+                    Some(l) => location_str(l),
+                    None => f
+                        .stack
+                        .iter()
+                        .find(|fr| fr.function.is_some())
+                        .map(frame_str)
+                        .unwrap_or_default(),
+                };
                 let _ = writeln!(
                     o,
                     "  {} {} ×{} {}",
@@ -368,6 +403,9 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
                     f.records,
                     top
                 );
+                if let Some(why) = &f.reason {
+                    let _ = writeln!(o, "      {}", st.dim(&format!("why not yours: {why}")));
+                }
             }
         }
     }

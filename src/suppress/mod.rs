@@ -113,6 +113,36 @@ mod tests {
 
     use MatchOutcome::{NotSuppressed as No, Suppressed as Yes, Undecidable as Und};
 
+    /// The bundled python rule for tuples resized by the interpreter hides
+    /// them, and not a tuple an extension built with PySequence_Tuple.
+    #[test]
+    fn bundled_python_tuple_resize_rule() {
+        const PY: &str = "/usr/lib/libpython3.11.so.1.0";
+        let text = crate::suppress::bundled::BUNDLED
+            .iter()
+            .find(|(n, _)| *n == "python.supp")
+            .unwrap()
+            .1;
+        let set = set(text);
+        let rec = |caller: (&str, &str)| Record {
+            kind: "Leak_IndirectlyLost".into(),
+            what: "40 bytes in 1 blocks are indirectly lost in loss record 3 of 9".into(),
+            stack: vec![
+                frame("0x1", PRELOAD, Some("realloc"), None),
+                frame("0x2", PY, Some("_PyObject_GC_Resize"), None),
+                frame("0x3", PY, Some("_PyTuple_Resize"), None),
+                frame("0x4", PY, Some("PySequence_Tuple"), None),
+                frame("0x5", caller.0, Some(caller.1), None),
+                frame("0x6", PY, Some("_PyEval_EvalFrameDefault"), None),
+            ],
+            ..Default::default()
+        };
+        let by_python = set.first_match(&rec((PY, "tuple_new_impl")));
+        assert!(matches!(by_python, Yes(_)), "{by_python:?}");
+        let by_ext = set.first_match(&rec(("/home/u/ext.so", "make_tuple")));
+        assert!(matches!(by_ext, No), "{by_ext:?}");
+    }
+
     #[test]
     fn glob_cases() {
         assert!(string_match("alph?_co*", "alpha_cond"));
