@@ -356,16 +356,22 @@ pub fn site_packages_hint(policy: &Policy, findings: &[Finding]) -> Option<Strin
         {
             continue;
         }
-        let obj = f
-            .stack
-            .iter()
-            .filter_map(|fr| fr.object.as_deref())
-            .find(|o| {
-                o.split('/')
-                    .any(|c| c == "site-packages" || c == "dist-packages")
-                    && crate::attribute::classify_object(Some(o))
-                        == crate::attribute::ObjClass::ThirdParty
-            });
+        let in_site_packages = |o: &&str| {
+            o.split('/')
+                .any(|c| c == "site-packages" || c == "dist-packages")
+                && crate::attribute::classify_object(Some(o))
+                    == crate::attribute::ObjClass::ThirdParty
+        };
+        // The deciding frame's object; reports without one: the innermost
+        // site-packages object of the stack.
+        let obj = match f.location.as_ref().and_then(|l| l.object.as_deref()) {
+            Some(o) => Some(o).filter(in_site_packages),
+            None => f
+                .stack
+                .iter()
+                .filter_map(|fr| fr.object.as_deref())
+                .find(in_site_packages),
+        };
         if let Some(o) = obj {
             let name = o.rsplit('/').next().unwrap_or(o);
             *objects.entry(name).or_insert(0) += f.records;
@@ -457,6 +463,7 @@ mod tests {
             processes: Vec::new(),
             inherited_by: Vec::new(),
             advice: None,
+            reason: None,
             tests: Vec::new(),
             growth: None,
             per_call: None,
@@ -531,6 +538,21 @@ mod tests {
         };
         let findings = vec![noise("Leak_DefinitelyLost", "third_party", 1, &[EXT])];
         assert_eq!(site_packages_hint(&none, &findings), None);
+        // the deciding frame (location) names the object when known
+        let at = |obj: &str| {
+            let mut f = noise("Leak_DefinitelyLost", "third_party", 1, &[EXT]);
+            f.location = Some(crate::attribute::Location {
+                function: Some("f".into()),
+                file: None,
+                path: None,
+                line: None,
+                object: Some(obj.into()),
+            });
+            f
+        };
+        let n = site_packages_hint(&p, &[at("/v/site-packages/other.so")]).unwrap();
+        assert!(n.contains(": other.so (1);"), "{n}");
+        assert_eq!(site_packages_hint(&p, &[at("/w/build/mine.so")]), None);
         // more objects than named
         let objs: Vec<String> = (0..5)
             .map(|i| format!("/v/site-packages/m{i}.so"))
