@@ -41,6 +41,9 @@ struct Package {
     name: &'static str,
     leaky: Release,
     fixed: Release,
+    /// Extra environment for the build: the package's own debug-build
+    /// switch where its `setup.py` would override `CFLAGS`.
+    build_env: &'static [(&'static str, &'static str)],
 }
 
 /// ciso8601 2.3.2 leaks a timedelta per `FixedOffset.fromutc` call; 2.3.3
@@ -56,6 +59,7 @@ const CISO8601: Package = Package {
         version: "2.3.3",
         sha256: "db5d78d9fb0de8686fbad1c1c2d168ed52efb6e8bf8774ae26226e5034a46dae",
     },
+    build_env: &[],
 };
 
 /// multidict 6.7.1 overwrites a re-initialised MultiDict's hash table
@@ -71,6 +75,9 @@ const MULTIDICT: Package = Package {
         version: "6.8.0",
         sha256: "5cd4637ce76312ba1e05eb9c5193fec231f64fee0944e135fa1e951242355b37",
     },
+    // setup.py appends -O3 after CFLAGS unless MULTIDICT_DEBUG_BUILD is set
+    // (then -O0 -g3, asserts on).
+    build_env: &[("MULTIDICT_DEBUG_BUILD", "1")],
 };
 
 const PACKAGES: [&Package; 2] = [&CISO8601, &MULTIDICT];
@@ -265,13 +272,16 @@ fn prepare(side: Side) -> Result<Env, String> {
         );
         // What a user does in the checkout: a debug build into the venv.
         let mut c = pip(&vpy);
-        c.current_dir(&checkout).env("CFLAGS", "-O0 -g").args([
-            "install",
-            "--no-build-isolation",
-            "--no-deps",
-            "--no-index",
-            ".",
-        ]);
+        c.current_dir(&checkout)
+            .env("CFLAGS", "-O0 -g")
+            .envs(p.build_env.iter().copied())
+            .args([
+                "install",
+                "--no-build-isolation",
+                "--no-deps",
+                "--no-index",
+                ".",
+            ]);
         let out = common::run_capture(&mut c, "pip install");
         common::check_success(
             &out,
@@ -565,6 +575,24 @@ fn correct_code_using_small_ints_passes() {
     let run = leakgate(fixed, &fixed.src, &[], true, "small_ints.py");
     assert_eq!(run.code, 0, "{}", run.context());
     assert!(run.user_findings().is_empty(), "{}", run.context());
+    // The case is exercised: errors ran through the extensions' code (in
+    // site-packages, sources under the root) and are CPython's.
+    let through_extension = run.report()["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["category"] == "noise" && f["reason"].is_string())
+        .filter(|f| {
+            f["location"]["object"]
+                .as_str()
+                .is_some_and(|o| o.contains("/site-packages/"))
+        })
+        .count();
+    assert!(
+        through_extension > 0,
+        "no interpreter-made value ran through the extensions\n{}",
+        run.context()
+    );
 }
 
 #[test]
