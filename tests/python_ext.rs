@@ -118,6 +118,44 @@ fn cpython_extension_leaks_are_the_users_and_the_rest_is_noise() {
     assert!(r["summary"]["suppressed"]["records"].as_u64().unwrap() > 0);
 }
 
+/// With tracemalloc on (`-X tracemalloc`, as test suites that look for
+/// leaks themselves do), tracemalloc's own traces and tracebacks, allocated
+/// while the extension allocates, are the interpreter's: exactly the planted
+/// leaks stay the user's.
+#[test]
+fn tracemalloc_bookkeeping_is_not_the_users() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let Some(py) = common::python_or_skip() else {
+        return;
+    };
+    let tmp = common::tempdir();
+    let dir = common::build_python_ext_with(&py, "cpython", tmp.path());
+    let src = dir.join("leakext.c");
+    let line = |m| u64::from(common::marker_line(&src, m));
+    let (code, r, _) = run_json(
+        &dir,
+        &[],
+        &[py.to_str().unwrap(), "-X", "tracemalloc=25", "test.py"],
+    );
+    assert_eq!(code, 1);
+    let mut expected: Vec<(String, u64, String)> = [
+        ("@py_malloc", "leak_malloc"),
+        ("@py_bytes", "leak_bytes"),
+        ("@py_error_path", "error_path_leak"),
+    ]
+    .iter()
+    .map(|(m, f)| ("Leak_DefinitelyLost".to_string(), line(m), f.to_string()))
+    .collect();
+    expected.sort();
+    let found: Vec<_> = user(&r)
+        .into_iter()
+        .filter(|(k, _, _)| !(k == "Leak_PossiblyLost" || k == "Leak_StillReachable"))
+        .collect();
+    assert_eq!(found, expected, "noise: {:?}", gated_noise(&r));
+}
+
 #[test]
 fn without_pythonmalloc_the_bytes_leak_is_hidden() {
     if !common::valgrind_or_skip() {
