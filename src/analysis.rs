@@ -90,8 +90,9 @@ struct Acc {
     key: (u64, Option<u32>),
     finding: Finding,
     pids: BTreeSet<u64>,
-    /// Per pid: records, count, bytes, blocks (see `FindingProcess`).
-    per_pid: std::collections::BTreeMap<u64, FindingProcess>,
+    /// Per (pid, process part): records, count, bytes, blocks (see
+    /// `FindingProcess`). A pid that exec'd has one part per program.
+    per_pid: std::collections::BTreeMap<(u64, usize), FindingProcess>,
 }
 
 /// Adds `n` to a byte or block total: numbers from the XML may be as large
@@ -104,10 +105,13 @@ fn add_to(total: &mut Option<u64>, n: u64) {
 /// Adds one record's share to its pid's entry.
 fn add_per_pid(acc: &mut Acc, rec: &Record) {
     let Some(pid) = rec.pid else { return };
-    let e = acc.per_pid.entry(pid).or_insert_with(|| FindingProcess {
-        pid,
-        ..FindingProcess::default()
-    });
+    let e = acc
+        .per_pid
+        .entry((pid, rec.process))
+        .or_insert_with(|| FindingProcess {
+            pid,
+            ..FindingProcess::default()
+        });
     e.records += 1;
     e.count = e.count.saturating_add(1);
     if rec.is_leak() {
@@ -400,7 +404,7 @@ impl Aggregator {
             {
                 let f = &mut self.accs[i].finding;
                 f.count = f.count.saturating_add(c - 1);
-                if let Some(e) = pid.and_then(|p| self.accs[i].per_pid.get_mut(&p)) {
+                if let Some(e) = pid.and_then(|p| self.accs[i].per_pid.get_mut(&(p, process))) {
                     e.count = e.count.saturating_add(c - 1);
                 }
             }
@@ -428,8 +432,8 @@ impl Aggregator {
                         }
                     }
                     mine.pids.extend(acc.pids);
-                    for (pid, e) in acc.per_pid {
-                        match mine.per_pid.get_mut(&pid) {
+                    for (key, e) in acc.per_pid {
+                        match mine.per_pid.get_mut(&key) {
                             Some(m) => {
                                 m.records += e.records;
                                 m.count = m.count.saturating_add(e.count);
@@ -444,7 +448,7 @@ impl Aggregator {
                                 }
                             }
                             None => {
-                                mine.per_pid.insert(pid, e);
+                                mine.per_pid.insert(key, e);
                             }
                         }
                     }
@@ -521,12 +525,30 @@ impl Aggregator {
             }
         }
         let keys: Vec<(u64, Option<u32>)> = self.accs.iter().map(|a| a.key).collect();
+        // A pid with several XML parts (it exec'd): each entry names its part.
+        let mut parts: HashMap<u64, usize> = HashMap::new();
+        for p in &processes {
+            if let Some(pid) = p.pid {
+                *parts.entry(pid).or_default() += 1;
+            }
+        }
         let mut findings: Vec<Finding> = self
             .accs
             .into_iter()
             .map(|mut a| {
                 a.finding.pids = a.pids.into_iter().collect();
-                a.finding.processes = a.per_pid.into_values().collect();
+                a.finding.processes = a
+                    .per_pid
+                    .into_iter()
+                    .map(|((pid, process), mut e)| {
+                        if parts.get(&pid).is_some_and(|n| *n > 1)
+                            && let Some(p) = processes.get(process)
+                        {
+                            e.xml = Some(p.file.clone());
+                        }
+                        e
+                    })
+                    .collect();
                 a.finding
             })
             .collect();

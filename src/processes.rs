@@ -432,6 +432,7 @@ mod tests {
             bytes: Some(bytes),
             blocks: Some(1),
             direct_bytes: Some(bytes),
+            xml: None,
         };
         let mut f = cuda_ipc_findings(&[(1, String::new(), 1)]).remove(0);
         f.kind = "Leak_DefinitelyLost".into();

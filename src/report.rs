@@ -292,6 +292,22 @@ pub struct FindingProcess {
     pub blocks: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct_bytes: Option<u64>,
+    /// The XML part (`processes[].xml`) these records came from, when the
+    /// pid has several parts (it exec'd another program): one entry per part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xml: Option<String>,
+}
+
+impl Report {
+    /// How many processes ran: a pid with several XML parts (it exec'd
+    /// another program) is one process; parts without a pid count alone.
+    pub fn process_count(&self) -> u64 {
+        let mut pids: Vec<u64> = self.processes.iter().filter_map(|p| p.pid).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let unknown = self.processes.iter().filter(|p| p.pid.is_none()).count();
+        (pids.len() + unknown) as u64
+    }
 }
 
 impl Finding {

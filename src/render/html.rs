@@ -429,7 +429,7 @@ fn header(o: &mut String, r: &Report, label: &str, class: &str) {
         (
             "Records read",
             thousands(r.summary.records),
-            plural(r.processes.len() as u64, "process", "processes"),
+            plural(r.process_count(), "process", "processes"),
             "plain",
         ),
     ];

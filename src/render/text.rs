@@ -177,6 +177,18 @@ fn verdict_line(r: &Report, st: &Style) -> String {
     }
 }
 
+/// `1 process`, or `1 process (2 XML parts)` when a process exec'd.
+fn processes_str(r: &Report) -> String {
+    let n = r.process_count();
+    let parts = r.processes.len() as u64;
+    let s = plural(n, "process", "processes");
+    if parts > n {
+        format!("{s} ({parts} XML parts)")
+    } else {
+        s
+    }
+}
+
 /// `func (file:line)`, or `func (in object)`, for a finding's location.
 fn location_str(l: &crate::attribute::Location) -> String {
     let func = l.function.as_deref().unwrap_or("???");
@@ -203,7 +215,7 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         r.tool.name,
         r.tool.version,
         vg,
-        plural(r.processes.len() as u64, "process", "processes")
+        processes_str(r)
     );
     if r.mode == "run" {
         let exit = match &r.target_exit {
@@ -485,6 +497,51 @@ fn share_text(t: &crate::report::TestShare) -> String {
 }
 
 /// The user findings grouped by the test (checkpoint) they grew in.
+/// The run order of the checkpoints the findings name: each finding lists
+/// its shares in run order, so the lists are merged (a topological order of
+/// "came before" pairs; ties by first appearance). Test, `checkpoint()` and
+/// `finish` rows alike.
+fn run_order(
+    keys: &[(String, String)],
+    user: &[&Finding],
+) -> std::collections::HashMap<(String, String), usize> {
+    use std::collections::HashMap;
+    let idx: HashMap<&(String, String), usize> =
+        keys.iter().enumerate().map(|(i, k)| (k, i)).collect();
+    let n = keys.len();
+    let mut after: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut preds = vec![0usize; n];
+    for f in user {
+        let seq: Vec<usize> = f
+            .tests
+            .iter()
+            .filter_map(|t| idx.get(&(t.kind.clone(), t.test.clone())).copied())
+            .collect();
+        for w in seq.windows(2) {
+            if w[0] != w[1] && !after[w[0]].contains(&w[1]) {
+                after[w[0]].push(w[1]);
+                preds[w[1]] += 1;
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    let mut done = vec![false; n];
+    while out.len() < n {
+        // The first key (by appearance) with nothing left before it; on a
+        // cycle (inconsistent input), the first key left.
+        let next = (0..n)
+            .find(|&i| !done[i] && preds[i] == 0)
+            .or_else(|| (0..n).find(|&i| !done[i]))
+            .expect("a key is left");
+        done[next] = true;
+        for &j in &after[next] {
+            preds[j] = preds[j].saturating_sub(1);
+        }
+        out.insert(keys[next].clone(), out.len());
+    }
+    out
+}
+
 fn by_test(o: &mut String, r: &Report, user: &[&Finding], st: &Style) {
     let Some(pt) = &r.per_test else { return };
     let mut order: Vec<(String, String)> = Vec::new();
@@ -502,13 +559,12 @@ fn by_test(o: &mut String, r: &Report, user: &[&Finding], st: &Style) {
             .position(|t| k.0 == "test" && *t == k.1)
             .unwrap_or(usize::MAX)
     };
-    order.sort_by_key(|k| {
-        (
-            k.0 != "start",
-            matches!(k.0.as_str(), "exit" | "outside"),
-            rank(k),
-        )
-    });
+    let place = |k: &(String, String)| (k.0 != "start", matches!(k.0.as_str(), "exit" | "outside"));
+    // Tests by the run's own list first; then `checkpoint()` and `finish`
+    // rows slot in where the findings' run-ordered shares put them.
+    order.sort_by_key(|k| (place(k), rank(k)));
+    let run_order = run_order(&order, user);
+    order.sort_by_key(|k| (place(k), run_order.get(k).copied().unwrap_or(usize::MAX)));
     let _ = writeln!(o);
     let repeat = if pt.repeat > 1 {
         format!(", each run {} times", pt.repeat)
