@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 /// Parses the command line, runs it, and returns the process exit code.
 pub fn main_exit() -> i32 {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -34,6 +34,44 @@ pub fn main_exit() -> i32 {
             gate::EXIT_USAGE
         }
     }
+}
+
+/// `Cli::parse()`, except that `--version` also says which Valgrind is on
+/// `PATH` (running `valgrind --version` only then).
+fn parse_cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if !args.iter().skip(1).any(|a| a == "--version") {
+        return Cli::parse();
+    }
+    let long = format!("{}\n{}", crate::cli::LONG_VERSION, valgrind_on_path());
+    let cmd = Cli::command().long_version(&*Box::leak(long.into_boxed_str()));
+    let m = cmd.get_matches_from(args);
+    Cli::from_arg_matches(&m).unwrap_or_else(|e| e.exit())
+}
+
+/// `valgrind on PATH: /usr/bin/valgrind (3.19.0, tested)`.
+fn valgrind_on_path() -> String {
+    let Ok(path) = run::find_valgrind(None) else {
+        return "valgrind on PATH: none (leakgate run needs it; --valgrind PATH picks another)".into();
+    };
+    let version = run::valgrind_version(&path);
+    let tested = version
+        .as_deref()
+        .and_then(crate::versions::VgVersion::parse)
+        .map(|v| {
+            if crate::versions::is_tested(v) {
+                "tested"
+            } else {
+                "not a tested version"
+            }
+        })
+        .unwrap_or("version unknown");
+    format!(
+        "valgrind on PATH: {} ({}, {tested})",
+        path.display(),
+        version.as_deref().unwrap_or("?")
+    )
 }
 
 fn dispatch(cli: Cli) -> Result<i32> {
@@ -181,6 +219,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         per_test,
         repeat: a.repeat,
         track_origins: !a.no_track_origins,
+        track_fds: a.track_fds,
         extra_args: a.valgrind_args.clone(),
         cmd: a.cmd.clone(),
         trace_children: !a.no_trace_children,
@@ -206,6 +245,17 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
                 .with_context(|| format!("cannot copy {} to {}", f.display(), dest.display()))?;
         }
         notes.push(format!("raw XML kept in {}", dir.display()));
+    }
+    if let Some(v) = out
+        .valgrind_version
+        .as_deref()
+        .and_then(crate::versions::VgVersion::parse)
+        .filter(|v| !crate::versions::is_tested(*v))
+    {
+        notes.push(format!(
+            "Valgrind {v} is not a version leakgate is tested with ({}); its XML is read the same way, report anything that looks wrong",
+            crate::versions::tested_list()
+        ));
     }
     if out.added_reachable {
         notes.push(
