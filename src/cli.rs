@@ -87,6 +87,12 @@ pub struct LintArgs {
     /// Suppression files to check.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// The valgrind that will read the file (default: `valgrind` on PATH); its version decides which suppression kinds it reads.
+    #[arg(long, value_name = "PATH")]
+    pub valgrind: Option<PathBuf>,
+    /// Check for this Valgrind version instead (e.g. 3.22.0), without running valgrind.
+    #[arg(long, value_name = "VERSION")]
+    pub valgrind_version: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -355,4 +361,10 @@ pub struct SuppressArgs {
     /// Do not count the bundled suppressions as existing ones.
     #[arg(long)]
     pub no_bundled_suppressions: bool,
+    /// The valgrind that will read the file (default: `valgrind` on PATH); its version decides which suppression kinds it reads.
+    #[arg(long, value_name = "PATH")]
+    pub valgrind: Option<PathBuf>,
+    /// Write for this Valgrind version instead (e.g. 3.22.0), without running valgrind.
+    #[arg(long, value_name = "VERSION")]
+    pub valgrind_version: Option<String>,
 }
