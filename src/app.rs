@@ -53,7 +53,8 @@ fn parse_cli() -> Cli {
 /// `valgrind on PATH: /usr/bin/valgrind (3.19.0, tested)`.
 fn valgrind_on_path() -> String {
     let Ok(path) = run::find_valgrind(None) else {
-        return "valgrind on PATH: none (leakgate run needs it; --valgrind PATH picks another)".into();
+        return "valgrind on PATH: none (leakgate run needs it; --valgrind PATH picks another)"
+            .into();
     };
     let version = run::valgrind_version(&path);
     let tested = version
@@ -119,7 +120,12 @@ pub fn target_valgrind(
     let v = run::valgrind_version(&vg)
         .as_deref()
         .and_then(VgVersion::parse)
-        .with_context(|| format!("{}: cannot tell its version (valgrind --version)", vg.display()))?;
+        .with_context(|| {
+            format!(
+                "{}: cannot tell its version (valgrind --version)",
+                vg.display()
+            )
+        })?;
     Ok((v, vg.display().to_string()))
 }
 

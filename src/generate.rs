@@ -41,10 +41,10 @@ use crate::cli::SuppressArgs;
 use crate::analysis::Observer;
 use crate::attribute::{Attribution, ObjClass, classify_object};
 use crate::model::{Frame, ProcessInfo, Record};
-use crate::versions::VgVersion;
 use crate::suppress::{
     LeakKind, LeakKindSet, MatchOutcome, RecordKind, Suppressor, Verdict, parse, record_kind,
 };
+use crate::versions::VgVersion;
 
 /// Valgrind's default `--num-callers`: a suppression with more location
 /// lines is truncated there (and so becomes wider), so rules stay within it.
@@ -1178,7 +1178,8 @@ pub fn cmd_suppress(a: SuppressArgs) -> anyhow::Result<i32> {
     let taken: HashSet<String> = supps.iter().map(|s| s.name.clone()).collect();
     let suppressor = Arc::new(Suppressor::new(supps));
     let files = crate::analysis::collect_inputs(&a.paths)?;
-    let (target, _) = crate::app::target_valgrind(a.valgrind.as_deref(), a.valgrind_version.as_deref())?;
+    let (target, _) =
+        crate::app::target_valgrind(a.valgrind.as_deref(), a.valgrind_version.as_deref())?;
     let (g, obs) = Generator::shared(GenOptions {
         kinds,
         include_user: a.include_user,

@@ -26,7 +26,7 @@ pub const LEAK_KINDS: [&str; 4] = [
 ];
 
 /// Memcheck's error kinds (protocol 4-6) and leakgate's `FatalSignal`.
-pub const ERROR_KINDS: [&str; 17] = [
+pub const ERROR_KINDS: [&str; 21] = [
     "InvalidFree",
     "MismatchedFree",
     "InvalidRead",
@@ -42,6 +42,10 @@ pub const ERROR_KINDS: [&str; 17] = [
     "ReallocSizeZero",
     "InvalidAlignment",
     "InvalidSizeAndAlignment",
+    "InvalidAlignment",
+    "InvalidSize",
+    "MismatchedAllocateDeallocateSize",
+    "MismatchedAllocateDeallocateAlignment",
     "InvalidFreeSized",
     "FatalSignal",
 ];
@@ -243,7 +247,10 @@ mod tests {
         let f = FailOn::parse("definite,fds").unwrap();
         assert!(f.matches("FdBadClose") && !f.matches("InvalidRead"));
         assert_eq!(f.to_string(), "definite,fds");
-        assert_eq!(FailOn::parse("memerrors,fds").unwrap().to_string(), "errors");
+        assert_eq!(
+            FailOn::parse("memerrors,fds").unwrap().to_string(),
+            "errors"
+        );
         let one = FailOn::parse("FdNotClosed").unwrap();
         assert!(one.matches("FdNotClosed") && !one.matches("FdBadClose"));
         assert_eq!(one.to_string(), "FdNotClosed");

@@ -89,6 +89,19 @@ fn user_summary(r: &Value) -> Vec<String> {
     v
 }
 
+/// Memcheck error kinds newer than 3.19 (3.21, 3.22): a newer Valgrind may
+/// find more at the same line (3.22 adds `MismatchedAllocateDeallocateSize`
+/// to `MismatchedFree` for `new[]` released by a sized `delete`); those are
+/// left out of the comparison with the 3.19 reference and printed.
+const NEWER_KINDS: [&str; 6] = [
+    "ReallocSizeZero",
+    "InvalidSizeAndAlignment",
+    "InvalidAlignment",
+    "InvalidSize",
+    "MismatchedAllocateDeallocateSize",
+    "MismatchedAllocateDeallocateAlignment",
+];
+
 /// Noise findings of kinds the default gate would fail on.
 fn gated_noise(r: &Value) -> Vec<String> {
     r["findings"]
@@ -137,11 +150,24 @@ fn same_everywhere(
     for (v, vg) in vgs {
         let (c, r, err) = run(dir, Some(vg), args, cmd);
         assert_eq!(r["valgrind"]["version"], v.as_str(), "{what}: {err}");
-        assert_eq!(c, code, "{what} under {v}: exit code\n{err}\n{:#}", r["verdict"]);
+        assert_eq!(
+            c, code,
+            "{what} under {v}: exit code\n{err}\n{:#}",
+            r["verdict"]
+        );
         assert_complete(&r, &format!("{what} under {v}"));
-        assert_eq!(user_summary(&r), want, "{what}: user findings under {v}");
+        let (newer, got): (Vec<String>, Vec<String>) = user_summary(&r)
+            .into_iter()
+            .partition(|l| NEWER_KINDS.iter().any(|k| l.starts_with(&format!("{k} "))));
+        assert_eq!(got, want, "{what}: user findings under {v}");
+        if !newer.is_empty() {
+            eprintln!("{what}: {v} also finds (kinds 3.19 lacks): {newer:?}");
+        }
         let notes = r["notes"].to_string();
-        assert!(!notes.contains("not a version leakgate is tested with"), "{notes}");
+        assert!(
+            !notes.contains("not a version leakgate is tested with"),
+            "{notes}"
+        );
         eprintln!("{what}: {v} agrees ({} user findings)", want.len());
         out.push((v.clone(), r));
     }
@@ -154,7 +180,7 @@ fn c_and_cpp_programs() {
     let tmp = common::tempdir();
     for (src, expect_user) in [
         ("c/leak_kinds.c", 6),
-        ("c/mem_errors.c", 5),
+        ("c/mem_errors.c", 4),
         ("cpp/mismatch.cpp", 1),
         ("c/leak40.c", 1),
     ] {
@@ -207,7 +233,11 @@ fn multiprocessing_children() {
     );
     let n = r["processes"].as_array().unwrap().len();
     for (v, r) in all {
-        assert_eq!(r["processes"].as_array().unwrap().len(), n, "processes under {v}");
+        assert_eq!(
+            r["processes"].as_array().unwrap().len(),
+            n,
+            "processes under {v}"
+        );
     }
 }
 
@@ -343,9 +373,15 @@ fn suppression_differential() {
             valgrind_with(vg.as_deref(), dir, &b, &supp, &[exe.to_str().unwrap()]);
             let post_hoc = analyze(dir, &keep, Some(&supp));
             let valgrind = analyze(dir, &b, None);
-            assert_eq!(post_hoc["summary"]["suppressed"]["undecidable"], 0, "{label}");
+            assert_eq!(
+                post_hoc["summary"]["suppressed"]["undecidable"], 0,
+                "{label}"
+            );
             assert!(
-                post_hoc["summary"]["suppressed"]["records"].as_u64().unwrap() > 0,
+                post_hoc["summary"]["suppressed"]["records"]
+                    .as_u64()
+                    .unwrap()
+                    > 0,
                 "{label}: the rules suppress something"
             );
             assert_eq!(survivors(&post_hoc), survivors(&valgrind), "{label}");
@@ -378,14 +414,22 @@ fn generated_suppressions_round_trip() {
         assert!(!gated_noise(&before).is_empty(), "{v}: noise to cover");
         // The file targets the Valgrind that ran: lint for that version.
         let text = std::fs::read_to_string(&gen_file).unwrap();
-        assert!(text.contains(&format!("Valgrind {v}")), "{v}: header\n{text}");
+        assert!(
+            text.contains(&format!("Valgrind {v}")),
+            "{v}: header\n{text}"
+        );
         let mut lint = Command::new(common::leakgate_bin());
         lint.arg("lint");
         if let Some(vg) = vg {
             lint.arg("--valgrind").arg(vg);
         }
         let l = lint.arg(&gen_file).output().unwrap();
-        assert_eq!(l.status.code(), Some(0), "{}", String::from_utf8_lossy(&l.stdout));
+        assert_eq!(
+            l.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&l.stdout)
+        );
         // Valgrind's own matcher with the file: no gated noise, yours intact.
         let supp_arg = format!("--valgrind-arg=--suppressions={gen_s}");
         let (_, after, err) = run(
@@ -410,7 +454,10 @@ fn descriptor_errors_need_3_23_and_are_attributed() {
     // 3.19 (and 3.22 below) write descriptor errors to the text log only.
     let (code, _, err) = run(tmp.path(), None, &["--track-fds"], &[exe_s]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--track-fds needs Valgrind 3.23 or later"), "{err}");
+    assert!(
+        err.contains("--track-fds needs Valgrind 3.23 or later"),
+        "{err}"
+    );
     for (v, vg) in &vgs {
         let (code, r, err) = run(tmp.path(), Some(vg), &["--track-fds"], &[exe_s]);
         if v.as_str() < "3.23" {
@@ -456,7 +503,11 @@ fn interpreter_descriptors_are_noise() {
         let (_, plain, _) = run(&dir, Some(vg), &[], &cmd);
         let (_, fds, err) = run(&dir, Some(vg), &["--track-fds"], &cmd);
         assert!(fds.is_object(), "{v}: {err}");
-        assert_eq!(user_summary(&fds), user_summary(&plain), "{v}: no descriptor is yours");
+        assert_eq!(
+            user_summary(&fds),
+            user_summary(&plain),
+            "{v}: no descriptor is yours"
+        );
         assert_complete(&fds, v);
     }
 }
@@ -467,12 +518,86 @@ fn num_callers_minimum_follows_the_version() {
     let tmp = common::tempdir();
     let exe = common::build_c("c/leak40.c", tmp.path());
     for (v, vg) in &vgs {
-        let (code, _, err) = run(tmp.path(), Some(vg), &["--num-callers", "1"], &[exe.to_str().unwrap()]);
+        let (code, _, err) = run(
+            tmp.path(),
+            Some(vg),
+            &["--num-callers", "1"],
+            &[exe.to_str().unwrap()],
+        );
         if v.as_str() >= "3.26" {
             assert_eq!(code, 2, "{v}: {err}");
-            assert!(err.contains("--num-callers 1: Valgrind") && err.contains("accepts 2 to 500"), "{v}: {err}");
+            assert!(
+                err.contains("--num-callers 1: Valgrind") && err.contains("accepts 2 to 500"),
+                "{v}: {err}"
+            );
         } else {
-            assert_eq!(code, 1, "{v}: {err}");
+            assert_ne!(code, 2, "{v} accepts --num-callers 1: {err}");
         }
     }
+}
+
+fn analyze_code(args: &[&str], input: &Path) -> (i32, Value) {
+    let out = Command::new(common::leakgate_bin())
+        .args(["analyze", "--format", "json"])
+        .args(args)
+        .arg(input)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+    )
+}
+
+#[test]
+fn recorded_3_26_report_with_zero_still_reachable_is_complete() {
+    // Valgrind 3.26.0 leaves <still_reachable> unclosed in <leak_summary>
+    // when no byte is still reachable (upstream bug 514613).
+    let p = common::repo_root().join("fixtures/raw-3.26/leak40.xml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    assert!(
+        text.contains(
+            "<still_reachable>\n    <bytes>0</bytes>\n    <blocks>0</blocks>\n  <suppressed>"
+        ),
+        "the fixture carries the defect"
+    );
+    let (code, r) = analyze_code(&[], &p);
+    assert_eq!(code, 1, "{:#}", r["verdict"]);
+    assert_complete(&r, "leak40.xml");
+    assert_eq!(r["notes"], serde_json::json!([]), "no alarming note");
+    assert_eq!(user_summary(&r).len(), 1);
+    assert_eq!(r["summary"]["user"]["definitely_lost"]["bytes"], 40);
+    // Nothing gated: a clean pass, not "incomplete" (exit 3).
+    let (code, r) = analyze_code(&["--fail-on", "none"], &p);
+    assert_eq!(code, 0, "{:#}", r["verdict"]);
+    // Real truncation is still detected: cut inside the leak summary, or
+    // just before the closing root tag.
+    let tmp = common::tempdir();
+    for cut in ["  <suppressed>", "</valgrindoutput>"] {
+        let at = text.rfind(cut).unwrap();
+        let f = tmp.path().join("cut.xml");
+        std::fs::write(&f, &text[..at]).unwrap();
+        let (code, r) = analyze_code(&["--fail-on", "none"], &f);
+        assert_eq!(code, 3, "cut at {cut:?}: {:#}", r["verdict"]);
+        assert_eq!(r["processes"][0]["complete"], false);
+    }
+}
+
+#[test]
+fn recorded_3_26_descriptor_errors_are_findings() {
+    let p = common::repo_root().join("fixtures/raw-3.26/fds.xml");
+    let (code, r) = analyze_code(&[], &p);
+    assert_eq!(code, 1, "{:#}", r["verdict"]);
+    assert_complete(&r, "fds.xml");
+    let mut kinds: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "user")
+        .map(|f| f["location"]["function"].as_str().unwrap())
+        .collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["close_twice", "open_and_forget"]);
+    let (code, _) = analyze_code(&["--fail-on", "definite,indirect,memerrors"], &p);
+    assert_eq!(code, 0);
 }

@@ -218,11 +218,10 @@ pub fn valgrind_lib_for(valgrind: &Path) -> Option<PathBuf> {
         return None;
     }
     let lib = bin.parent()?.join("libexec").join("valgrind");
-    let has_tool = std::fs::read_dir(&lib).ok()?.flatten().any(|e| {
-        e.file_name()
-            .to_string_lossy()
-            .starts_with("memcheck-")
-    });
+    let has_tool = std::fs::read_dir(&lib)
+        .ok()?
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("memcheck-"));
     has_tool.then_some(lib)
 }
 

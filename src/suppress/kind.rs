@@ -257,7 +257,9 @@ impl SuppKind {
         let since = self.introduced_in()?;
         Some(match self {
             SuppKind::BadSize => {
-                format!("Valgrind {since} and later (renamed UnsafeZeroSize in 3.26, which still reads BadSize)")
+                format!(
+                    "Valgrind {since} and later (renamed UnsafeZeroSize in 3.26, which still reads BadSize)"
+                )
             }
             SuppKind::UnsafeZeroSize => {
                 format!("Valgrind {since} and later (3.22 to 3.25 call it BadSize)")

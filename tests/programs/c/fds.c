@@ -5,8 +5,8 @@
  * as they are (not findings). No memory leaks.
  *
  * Build: gcc -g -O0 -o fds fds.c
- * Expected with --track-fds=yes: FdNotClosed at @fd_open (open_and_forget),
- * FdBadClose at @fd_close2 (close_twice). Exit code: 0.
+ * Expected with --track-fds=yes: FdNotClosed in open_and_forget (the open
+ * line), FdBadClose in close_twice (the second close). Exit code: 0.
  */
 #include <fcntl.h>
 #include <unistd.h>
