@@ -601,3 +601,58 @@ fn recorded_3_26_descriptor_errors_are_findings() {
     let (code, _) = analyze_code(&["--fail-on", "definite,indirect,memerrors"], &p);
     assert_eq!(code, 0);
 }
+
+#[test]
+fn version_says_which_valgrind_and_an_untested_one_gets_a_note() {
+    let out = Command::new(common::leakgate_bin())
+        .arg("--version")
+        .output()
+        .unwrap();
+    let v = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        v.contains("3.19.0") && v.contains("3.22.0") && v.contains("3.27.1"),
+        "{v}"
+    );
+    assert!(v.contains("valgrind on PATH: "), "{v}");
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    // A launcher that reports another version (a wrapper around the real one).
+    let tmp = common::tempdir();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let wrapper = bin.join("valgrind");
+    let real = common::find_on_path(std::ffi::OsStr::new("valgrind")).unwrap();
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && {{ echo valgrind-3.24.0; exit 0; }}\nexec {} \"$@\"\n",
+            real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = common::build_c("c/leak40.c", tmp.path());
+    let (code, r, err) = run(tmp.path(), Some(&wrapper), &[], &[exe.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(r["valgrind"]["version"], "3.24.0");
+    let notes: Vec<&Value> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| {
+            n.as_str()
+                .unwrap()
+                .contains("not a version leakgate is tested with")
+        })
+        .collect();
+    assert_eq!(notes.len(), 1, "{:#}", r["notes"]);
+    // A tested one gets none.
+    let (_, r, _) = run(tmp.path(), None, &[], &[exe.to_str().unwrap()]);
+    assert!(
+        !r["notes"].to_string().contains("not a version"),
+        "{}",
+        r["notes"]
+    );
+}
