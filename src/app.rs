@@ -168,6 +168,18 @@ fn cmd_lint(a: LintArgs) -> Result<i32> {
                         );
                     }
                 }
+                for k in &p.skipped {
+                    let core = k.tools.split(',').any(|t| t.trim() == "CoreError");
+                    if core && crate::policy::is_fd_kind(&k.kind_name) {
+                        println!(
+                            "{}:{}: note: {}: CoreError:{} applies from Valgrind 3.23 with --track-fds (older ones skip it); leakgate does not apply CoreError rules after the run",
+                            f.display(),
+                            k.line,
+                            k.name,
+                            k.kind_name
+                        );
+                    }
+                }
                 if p.errors.is_empty() && rejected == 0 {
                     println!(
                         "{}: ok for Valgrind {target} ({from}) ({} Memcheck suppressions, {} for other tools)",

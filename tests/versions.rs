@@ -415,7 +415,7 @@ fn generated_suppressions_round_trip() {
         // The file targets the Valgrind that ran: lint for that version.
         let text = std::fs::read_to_string(&gen_file).unwrap();
         assert!(
-            text.contains(&format!("Valgrind {v}")),
+            text.contains(&format!("Written for Valgrind {v}")),
             "{v}: header\n{text}"
         );
         let mut lint = Command::new(common::leakgate_bin());
@@ -655,4 +655,67 @@ fn version_says_which_valgrind_and_an_untested_one_gets_a_note() {
         "{}",
         r["notes"]
     );
+}
+
+#[test]
+fn lint_and_suppress_target_the_valgrind_that_reads_the_file() {
+    let tmp = common::tempdir();
+    let f = tmp.path().join("kinds.supp");
+    std::fs::write(
+        &f,
+        "{\n   old-name\n   Memcheck:BadSize\n   fun:f\n}\n{\n   new-name\n   Memcheck:UnsafeZeroSize\n   fun:f\n}\n{\n   plain\n   Memcheck:Leak\n   fun:f\n}\n",
+    )
+    .unwrap();
+    let lint = |args: &[&str]| {
+        let out = Command::new(common::leakgate_bin())
+            .arg("lint")
+            .args(args)
+            .arg(&f)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, out) = lint(&["--valgrind-version", "3.19.0"]);
+    assert_eq!(code, 2, "{out}");
+    assert_eq!(
+        out.matches("Valgrind 3.19.0 rejects this file").count(),
+        2,
+        "{out}"
+    );
+    let (code, out) = lint(&["--valgrind-version", "3.22.0"]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(":6: new-name: kind UnsafeZeroSize is read by Valgrind 3.26 and later"),
+        "{out}"
+    );
+    assert!(
+        out.contains(":1: note: old-name: kind BadSize is read by Valgrind 3.22 and later"),
+        "{out}"
+    );
+    let (code, out) = lint(&["--valgrind-version", "3.26.0"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ok for Valgrind 3.26.0"), "{out}");
+    let (code, out) = lint(&["--valgrind-version", "nope"]);
+    assert_eq!(code, 2, "{out}");
+    // The version comes from --valgrind PATH when given.
+    if let Some((v, vg)) = versions()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|(v, _)| v.as_str() >= "3.26")
+    {
+        let (code, out) = lint(&["--valgrind", vg.to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains(&format!("ok for Valgrind {v}")), "{out}");
+    }
+    // The generator writes for the version asked for.
+    let out = Command::new(common::leakgate_bin())
+        .args(["suppress", "--valgrind-version", "3.22.0"])
+        .arg(common::repo_root().join("fixtures/raw-3.26/leak40.xml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Written for Valgrind 3.22.0"), "{text}");
 }
