@@ -498,17 +498,42 @@ fn interpreter_descriptors_are_noise() {
     };
     let tmp = common::tempdir();
     let dir = common::build_python_ext_with(&py, "cpython", tmp.path());
+    // A descriptor the interpreter opens (os.open) and never closes, then
+    // the extension's test.
+    std::fs::write(
+        dir.join("fdtest.py"),
+        "import os, runpy\nos.open('/dev/null', os.O_RDONLY)\nrunpy.run_path('test.py', run_name='__main__')\n",
+    )
+    .unwrap();
     for (v, vg) in vgs.iter().filter(|(v, _)| v.as_str() >= "3.23") {
-        let cmd = [py.to_str().unwrap(), "test.py"];
-        let (_, plain, _) = run(&dir, Some(vg), &[], &cmd);
-        let (_, fds, err) = run(&dir, Some(vg), &["--track-fds"], &cmd);
-        assert!(fds.is_object(), "{v}: {err}");
+        let (_, plain, _) = run(&dir, Some(vg), &[], &[py.to_str().unwrap(), "test.py"]);
+        let (code, fds, err) = run(
+            &dir,
+            Some(vg),
+            &["--track-fds"],
+            &[py.to_str().unwrap(), "fdtest.py"],
+        );
+        assert_eq!(code, 1, "{v}: {err}");
+        assert_complete(&fds, v);
         assert_eq!(
             user_summary(&fds),
             user_summary(&plain),
             "{v}: no descriptor is yours"
         );
-        assert_complete(&fds, v);
+        let fd_noise: Vec<&Value> = fds["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["kind"] == "FdNotClosed")
+            .collect();
+        assert_eq!(fd_noise.len(), 1, "{v}: the interpreter's descriptor");
+        assert_eq!(fd_noise[0]["category"], "noise");
+        assert!(
+            fd_noise[0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("/dev/null")
+        );
     }
 }
 
