@@ -168,17 +168,19 @@ fn cmd_lint(a: LintArgs) -> Result<i32> {
                         );
                     }
                 }
-                for k in &p.skipped {
-                    let core = k.tools.split(',').any(|t| t.trim() == "CoreError");
-                    if core && crate::policy::is_fd_kind(&k.kind_name) {
-                        println!(
-                            "{}:{}: note: {}: CoreError:{} applies from Valgrind 3.23 with --track-fds (older ones skip it); leakgate does not apply CoreError rules after the run",
-                            f.display(),
-                            k.line,
-                            k.name,
-                            k.kind_name
-                        );
-                    }
+                for s in p.suppressions.iter().filter(|s| s.tool == "CoreError") {
+                    println!(
+                        "{}:{}: note: {}: CoreError:{} is read by Valgrind 3.23 and later, with --track-fds (older ones skip it){}",
+                        s.file,
+                        s.line,
+                        s.name,
+                        s.kind_name,
+                        if target.at_least(3, 23) {
+                            ""
+                        } else {
+                            "; the target skips it"
+                        }
+                    );
                 }
                 if p.errors.is_empty() && rejected == 0 {
                     println!(

@@ -744,3 +744,68 @@ fn lint_and_suppress_target_the_valgrind_that_reads_the_file() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Written for Valgrind 3.22.0"), "{text}");
 }
+
+#[test]
+fn descriptor_suppressions_agree_with_valgrind() {
+    let Some(vgs) = versions() else { return };
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    let exe = common::build_c("c/fds.c", dir);
+    let exe_s = exe.to_str().unwrap();
+    let supp = dir.join("fd.supp");
+    std::fs::write(
+        &supp,
+        "{\n   fd-open-and-forget\n   CoreError:FdNotClosed\n   fun:open*\n   fun:open_and_forget\n}\n\
+         {\n   fd-bad-close-elsewhere\n   CoreError:FdBadClose\n   fun:close\n   fun:somewhere_else\n}\n",
+    )
+    .unwrap();
+    for (v, vg) in vgs.iter().filter(|(v, _)| v.as_str() >= "3.23") {
+        let keep = dir.join(format!("a-{v}"));
+        let (code, _, err) = run(
+            dir,
+            Some(vg),
+            &[
+                "--track-fds",
+                "--no-bundled-suppressions",
+                "--keep-xml",
+                keep.to_str().unwrap(),
+            ],
+            &[exe_s],
+        );
+        assert_eq!(code, 1, "{v}: {err}");
+        let b = dir.join(format!("b-{v}"));
+        std::fs::create_dir_all(&b).unwrap();
+        let st = common::valgrind_command(Some(vg))
+            .current_dir(dir)
+            .args([
+                "--tool=memcheck",
+                "--leak-check=full",
+                "--track-fds=yes",
+                "--xml=yes",
+                "--gen-suppressions=all",
+                "--num-callers=40",
+            ])
+            .arg(format!("--xml-file={}/vg.%p.xml", b.display()))
+            .arg(format!("--log-file={}/vg.%p.log", b.display()))
+            .arg(format!("--suppressions={}", supp.display()))
+            .arg(exe_s)
+            .output()
+            .unwrap();
+        assert!(st.status.success(), "{v}: valgrind with {}", supp.display());
+        let post_hoc = analyze(dir, &keep, Some(&supp));
+        let valgrind = analyze(dir, &b, None);
+        assert_eq!(
+            post_hoc["summary"]["suppressed"]["records"], 1,
+            "{v}: {:#}",
+            post_hoc["summary"]
+        );
+        assert_eq!(survivors(&post_hoc), survivors(&valgrind), "{v}");
+        let kinds: Vec<&str> = valgrind["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["FdBadClose"], "{v}: Valgrind's own matcher");
+    }
+}
