@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 /// Parses the command line, runs it, and returns the process exit code.
 pub fn main_exit() -> i32 {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -34,6 +34,45 @@ pub fn main_exit() -> i32 {
             gate::EXIT_USAGE
         }
     }
+}
+
+/// `Cli::parse()`, except that `--version` also says which Valgrind is on
+/// `PATH` (running `valgrind --version` only then).
+fn parse_cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if !args.iter().skip(1).any(|a| a == "--version") {
+        return Cli::parse();
+    }
+    let long = format!("{}\n{}", crate::cli::LONG_VERSION, valgrind_on_path());
+    let cmd = Cli::command().long_version(&*Box::leak(long.into_boxed_str()));
+    let m = cmd.get_matches_from(args);
+    Cli::from_arg_matches(&m).unwrap_or_else(|e| e.exit())
+}
+
+/// `valgrind on PATH: /usr/bin/valgrind (3.19.0, tested)`.
+fn valgrind_on_path() -> String {
+    let Ok(path) = run::find_valgrind(None) else {
+        return "valgrind on PATH: none (leakgate run needs it; --valgrind PATH picks another)"
+            .into();
+    };
+    let version = run::valgrind_version(&path);
+    let tested = version
+        .as_deref()
+        .and_then(crate::versions::VgVersion::parse)
+        .map(|v| {
+            if crate::versions::is_tested(v) {
+                "tested"
+            } else {
+                "not a tested version"
+            }
+        })
+        .unwrap_or("version unknown");
+    format!(
+        "valgrind on PATH: {} ({}, {tested})",
+        path.display(),
+        version.as_deref().unwrap_or("?")
+    )
 }
 
 fn dispatch(cli: Cli) -> Result<i32> {
@@ -54,7 +93,44 @@ fn load_suppressions(args: &ReportArgs) -> Result<Arc<Suppressor>> {
     Ok(Arc::new(Suppressor::new(supps)))
 }
 
+/// The Valgrind a suppression file is for: `--valgrind-version`, else the
+/// version of `--valgrind PATH`, else of `valgrind` on PATH; 3.19.0 (the
+/// oldest supported) when there is none. Also says where it came from.
+pub fn target_valgrind(
+    path: Option<&std::path::Path>,
+    version: Option<&str>,
+) -> Result<(crate::versions::VgVersion, String)> {
+    use crate::versions::VgVersion;
+    if let Some(v) = version {
+        let parsed = VgVersion::parse(v).with_context(|| {
+            format!("--valgrind-version {v:?}: expected a version such as 3.22.0")
+        })?;
+        return Ok((parsed, "--valgrind-version".into()));
+    }
+    let found = match path {
+        Some(p) => Some(run::find_valgrind(Some(p))?),
+        None => run::find_valgrind(None).ok(),
+    };
+    let Some(vg) = found else {
+        return Ok((
+            VgVersion::new(3, 19, 0),
+            "no valgrind on PATH: the oldest supported".into(),
+        ));
+    };
+    let v = run::valgrind_version(&vg)
+        .as_deref()
+        .and_then(VgVersion::parse)
+        .with_context(|| {
+            format!(
+                "{}: cannot tell its version (valgrind --version)",
+                vg.display()
+            )
+        })?;
+    Ok((v, vg.display().to_string()))
+}
+
 fn cmd_lint(a: LintArgs) -> Result<i32> {
+    let (target, from) = target_valgrind(a.valgrind.as_deref(), a.valgrind_version.as_deref())?;
     let mut bad = false;
     for f in &a.files {
         match suppress::load::parse_file(f) {
@@ -66,20 +142,49 @@ fn cmd_lint(a: LintArgs) -> Result<i32> {
                 for e in &p.errors {
                     println!("{e}");
                 }
+                let mut rejected = 0;
                 for s in &p.suppressions {
                     for w in &s.warnings {
+                        // The parser's version remark is replaced by the
+                        // target-aware line below.
+                        if w.starts_with("kind ") && w.contains("needs Valgrind") {
+                            continue;
+                        }
                         println!("{}:{}: warning: {}: {w}", s.file, s.line, s.name);
                     }
-                    if let Some(v) = s.kind.introduced_in() {
+                    let Some(range) = s.kind.accepted_range() else {
+                        continue;
+                    };
+                    if s.kind.accepted_by(target) {
                         println!(
-                            "{}:{}: warning: {}: kind {} needs Valgrind {v} or later",
+                            "{}:{}: note: {}: kind {} is read by {range}; Valgrind {target} reads it",
+                            s.file, s.line, s.name, s.kind_name
+                        );
+                    } else {
+                        rejected += 1;
+                        println!(
+                            "{}:{}: {}: kind {} is read by {range}; Valgrind {target} rejects this file",
                             s.file, s.line, s.name, s.kind_name
                         );
                     }
                 }
-                if p.errors.is_empty() {
+                for s in p.suppressions.iter().filter(|s| s.tool == "CoreError") {
                     println!(
-                        "{}: ok ({} Memcheck suppressions, {} for other tools)",
+                        "{}:{}: note: {}: CoreError:{} is read by Valgrind 3.23 and later, with --track-fds (older ones skip it){}",
+                        s.file,
+                        s.line,
+                        s.name,
+                        s.kind_name,
+                        if target.at_least(3, 23) {
+                            ""
+                        } else {
+                            "; the target skips it"
+                        }
+                    );
+                }
+                if p.errors.is_empty() && rejected == 0 {
+                    println!(
+                        "{}: ok for Valgrind {target} ({from}) ({} Memcheck suppressions, {} for other tools)",
                         f.display(),
                         p.suppressions.len(),
                         p.skipped.len()
@@ -181,6 +286,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         per_test,
         repeat: a.repeat,
         track_origins: !a.no_track_origins,
+        track_fds: a.track_fds,
         extra_args: a.valgrind_args.clone(),
         cmd: a.cmd.clone(),
         trace_children: !a.no_trace_children,
@@ -197,6 +303,9 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         ..RunConfig::new(a.cmd.clone())
     };
     let mut out = run::run(&cfg)?;
+    if let Some(g) = &gen_supp {
+        g.set_target(out.valgrind_version.as_deref());
+    }
     out.analysing();
     let mut notes = Vec::new();
     if let Some(dir) = &a.keep_xml {
@@ -206,6 +315,17 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
                 .with_context(|| format!("cannot copy {} to {}", f.display(), dest.display()))?;
         }
         notes.push(format!("raw XML kept in {}", dir.display()));
+    }
+    if let Some(v) = out
+        .valgrind_version
+        .as_deref()
+        .and_then(crate::versions::VgVersion::parse)
+        .filter(|v| !crate::versions::is_tested(*v))
+    {
+        notes.push(format!(
+            "Valgrind {v} is not a version leakgate is tested with ({}); its XML is read the same way, report anything that looks wrong",
+            crate::versions::tested_list()
+        ));
     }
     if out.added_reachable {
         notes.push(

@@ -611,6 +611,7 @@ impl Attributor {
         let root_mode = !self.spec.roots.is_empty() && root_hit;
         let mut roles = Vec::with_capacity(stack.len());
         let mut below_main = false;
+        let fd_kind = crate::policy::is_fd_kind(&rec.kind);
         for (f, (class, user_obj, src)) in stack.iter().zip(&facts) {
             // Frames below main never decide, nor does anything outside them
             // (with --show-below-main=yes Valgrind unwinds past `_start` into
@@ -621,6 +622,11 @@ impl Attributor {
             } else {
                 self.role(f, *class, *user_obj, src, root_mode)
             });
+            // A descriptor error's stack starts in libc's `open`/`close`/
+            // `fopen` wrappers, which act for their caller, like allocators.
+            if fd_kind && let Some(Role::Decide(Source::System)) = roles.last() {
+                *roles.last_mut().expect("just pushed") = Role::PassThrough(Source::System);
+            }
         }
         let mut user_frames = Vec::new();
         let mut local_paths = Vec::new();

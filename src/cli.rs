@@ -23,7 +23,7 @@ run and still reports: 3, or 1 when a gated finding was already found.";
 /// with (keep in step with .ci/run and tests/corpus.rs).
 pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
-    "\ntested with Valgrind 3.19.0 (runs and XML, Debian 12, x86-64) and 3.27.1 (XML only)",
+    "\ntested with Valgrind 3.19.0 (Debian 12), 3.22.0 (Ubuntu 24.04), 3.26.0 and 3.27.1: live runs, x86-64",
     "\nreads Valgrind XML protocol 4, 5 and 6; Memcheck reports",
     "\nbundled suppressions: cuda, python, pybind11, torch, glibc (leakgate suppressions list)",
 );
@@ -87,6 +87,12 @@ pub struct LintArgs {
     /// Suppression files to check.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// The valgrind that will read the file (default: `valgrind` on PATH); its version decides which suppression kinds it reads.
+    #[arg(long, value_name = "PATH")]
+    pub valgrind: Option<PathBuf>,
+    /// Check for this Valgrind version instead (e.g. 3.22.0), without running valgrind.
+    #[arg(long, value_name = "VERSION")]
+    pub valgrind_version: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -165,7 +171,7 @@ pub enum AnnotationsChoice {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Gate policy")]
 pub struct PolicyArgs {
-    /// User findings that fail the gate: definite, indirect, possible, reachable, leaks, errors, all, none, cuda-ipc (PyTorch's CUDA-IPC producer warning, not gated by default), or Valgrind kinds (Leak_PossiblyLost, InvalidRead, ...), comma-separated.
+    /// User findings that fail the gate: definite, indirect, possible, reachable, leaks, errors (every kind that is not a leak), memerrors (errors without the descriptor kinds), fds (FdNotClosed, FdBadClose, FdBadUse from --track-fds), all, none, cuda-ipc (PyTorch's CUDA-IPC producer warning, not gated by default), or Valgrind kinds (Leak_PossiblyLost, InvalidRead, ...), comma-separated.
     #[arg(
         long,
         value_name = "LIST",
@@ -239,6 +245,9 @@ pub struct RunArgs {
     /// Do not pass --track-origins=yes (faster, but uninitialised-value errors lose their origin).
     #[arg(long)]
     pub no_track_origins: bool,
+    /// Report file descriptors left open at exit (FdNotClosed) and bad closes (FdBadClose, FdBadUse) with their stacks, attributed like leaks (valgrind --track-fds=yes; needs Valgrind 3.23 or later). Gated by `fds` (part of the default `errors`).
+    #[arg(long)]
+    pub track_fds: bool,
     /// An extra argument for valgrind, passed through (repeatable), e.g. --valgrind-arg=--trace-children=yes.
     #[arg(long = "valgrind-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub valgrind_args: Vec<String>,
@@ -352,4 +361,10 @@ pub struct SuppressArgs {
     /// Do not count the bundled suppressions as existing ones.
     #[arg(long)]
     pub no_bundled_suppressions: bool,
+    /// The valgrind that will read the file (default: `valgrind` on PATH); its version decides which suppression kinds it reads.
+    #[arg(long, value_name = "PATH")]
+    pub valgrind: Option<PathBuf>,
+    /// Write for this Valgrind version instead (e.g. 3.22.0), without running valgrind.
+    #[arg(long, value_name = "VERSION")]
+    pub valgrind_version: Option<String>,
 }

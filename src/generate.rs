@@ -44,6 +44,7 @@ use crate::model::{Frame, ProcessInfo, Record};
 use crate::suppress::{
     LeakKind, LeakKindSet, MatchOutcome, RecordKind, Suppressor, Verdict, parse, record_kind,
 };
+use crate::versions::VgVersion;
 
 /// Valgrind's default `--num-callers`: a suppression with more location
 /// lines is truncated there (and so becomes wider), so rules stay within it.
@@ -135,6 +136,16 @@ pub struct GenOptions {
     pub kinds: KindFilter,
     /// Cover records attributed to the user's code too (no safety check then).
     pub include_user: bool,
+    /// The Valgrind that will read the file: only kinds it reads are
+    /// written. `None`: 3.19.0, the oldest supported.
+    pub target: Option<VgVersion>,
+}
+
+impl GenOptions {
+    /// [`GenOptions::target`], 3.19.0 when unset.
+    pub fn target(&self) -> VgVersion {
+        self.target.unwrap_or(VgVersion::new(3, 19, 0))
+    }
 }
 
 /// The kind part of a rule: `Memcheck:KIND` plus its extra line.
@@ -145,8 +156,10 @@ enum GKind {
 }
 
 impl GKind {
-    /// From the record's kind; `None` for kinds Valgrind 3.19 cannot suppress.
-    fn of(rk: &RecordKind) -> Option<GKind> {
+    /// From the record's kind; `None` for kinds the target Valgrind cannot
+    /// suppress (3.19 reads none of the 3.21/3.22 kinds; 3.26 renamed
+    /// `BadSize` to `UnsafeZeroSize`, the name written for it from 3.26).
+    fn of(rk: &RecordKind, target: VgVersion) -> Option<GKind> {
         let plain = |n: &str| {
             Some(GKind::Other {
                 name: n.to_string(),
@@ -155,6 +168,12 @@ impl GKind {
         };
         match rk {
             RecordKind::Leak(l) => Some(GKind::Leak(LeakKindSet::only(*l))),
+            RecordKind::ReallocZero if target.at_least(3, 21) => plain("ReallocZero"),
+            RecordKind::BadAlign if target.at_least(3, 22) => plain("BadAlign"),
+            RecordKind::BadSize if target.at_least(3, 26) => plain("UnsafeZeroSize"),
+            RecordKind::BadSize if target.at_least(3, 22) => plain("BadSize"),
+            RecordKind::SizeMismatch if target.at_least(3, 22) => plain("SizeMismatch"),
+            RecordKind::AlignMismatch if target.at_least(3, 22) => plain("AlignMismatch"),
             RecordKind::Addr(n) => plain(&format!("Addr{n}")),
             RecordKind::Value(n) => plain(&format!("Value{n}")),
             RecordKind::Cond => plain("Cond"),
@@ -288,6 +307,8 @@ pub struct Generated {
     /// Remarks for the user (narrowed or dropped rules, skipped records).
     pub notes: Vec<String>,
     pub valgrind_version: Option<String>,
+    /// The Valgrind the file is written for.
+    pub target: String,
 }
 
 /// Facts about one frame that generalisation needs.
@@ -607,7 +628,7 @@ fn prepare(opts: &GenOptions, rec: &Record, att: &Attribution, suppressed: bool)
         }
         fnv(&t)
     });
-    let Some(kind) = GKind::of(&rk) else {
+    let Some(kind) = GKind::of(&rk, opts.target()) else {
         return Prepared::Skipped(raw);
     };
     let Some(lines) = rule_lines(rec, att.owner, 0) else {
@@ -918,8 +939,9 @@ impl Generator {
         }
         if self.skipped > 0 {
             notes.push(format!(
-                "{} record(s) could not be expressed as a Valgrind 3.19 suppression and are not covered",
-                self.skipped
+                "{} record(s) could not be expressed as a suppression Valgrind {} reads and are not covered",
+                self.skipped,
+                self.opts.target()
             ));
         }
         // 3. Names and output order (most records first).
@@ -964,6 +986,7 @@ impl Generator {
             raw_rules: self.raw.len(),
             notes,
             valgrind_version: self.valgrind_version.clone(),
+            target: self.opts.target().to_string(),
         }
     }
 
@@ -977,7 +1000,13 @@ impl Generator {
         name: &str,
         notes: &mut Vec<String>,
     ) {
-        let kind = match (kind, record_kind(&ex.rec).as_ref().and_then(GKind::of)) {
+        let target = self.opts.target();
+        let kind = match (
+            kind,
+            record_kind(&ex.rec)
+                .as_ref()
+                .and_then(|rk| GKind::of(rk, target)),
+        ) {
             (GKind::Leak(_), Some(k @ GKind::Leak(_))) => k,
             _ => kind.clone(),
         };
@@ -1046,6 +1075,10 @@ pub fn header(g: &Generated, from: &str, kinds: &KindFilter) -> Vec<String> {
             "Valgrind {}; covers the noise records of kinds {} that no existing suppression matched.",
             g.valgrind_version.as_deref().unwrap_or("(version unknown)"),
             kinds.describe()
+        ),
+        format!(
+            "Written for Valgrind {}: only suppression kinds it reads (leakgate lint --valgrind-version {} checks it).",
+            g.target, g.target
         ),
         format!(
             "{} rules for {} records ({per:.1} records per rule; a raw --gen-suppressions=all dump would need {} distinct rules).",
@@ -1145,9 +1178,12 @@ pub fn cmd_suppress(a: SuppressArgs) -> anyhow::Result<i32> {
     let taken: HashSet<String> = supps.iter().map(|s| s.name.clone()).collect();
     let suppressor = Arc::new(Suppressor::new(supps));
     let files = crate::analysis::collect_inputs(&a.paths)?;
+    let (target, _) =
+        crate::app::target_valgrind(a.valgrind.as_deref(), a.valgrind_version.as_deref())?;
     let (g, obs) = Generator::shared(GenOptions {
         kinds,
         include_user: a.include_user,
+        target: Some(target),
     });
     let analysis = crate::analysis::analyze_files_observed(
         &files,
@@ -1211,6 +1247,7 @@ impl RunWriter {
         let (generator, observer) = Generator::shared(GenOptions {
             kinds,
             include_user: false,
+            target: None,
         });
         Ok(Some(RunWriter {
             generator,
@@ -1223,6 +1260,14 @@ impl RunWriter {
                 .map(|s| s.name.clone())
                 .collect(),
         }))
+    }
+
+    /// Writes for the Valgrind that ran (its `--version`), before the
+    /// analysis starts.
+    pub fn set_target(&self, version: Option<&str>) {
+        if let Some(v) = version.and_then(VgVersion::parse) {
+            self.generator.lock().expect("generator lock").opts.target = Some(v);
+        }
     }
 
     /// The hook to give the analysis.

@@ -26,3 +26,4 @@ pub mod render;
 pub mod report;
 pub mod run;
 pub mod suppress;
+pub mod versions;

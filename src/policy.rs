@@ -5,7 +5,9 @@
 //! `indirect`, `possible`, `reachable`, `leaks`, `errors`, `all`, `none`) or
 //! one Valgrind kind (`Leak_DefinitelyLost`, `InvalidRead`, `FatalSignal`,
 //! ...). `errors` means every kind that is not a leak, including kinds
-//! leakgate does not know yet.
+//! leakgate does not know yet; it is `memerrors` (memory errors) plus `fds`
+//! (the descriptor kinds of `--track-fds`, which exist only when descriptors
+//! were tracked, so the default gates them exactly when they were asked for).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -24,7 +26,7 @@ pub const LEAK_KINDS: [&str; 4] = [
 ];
 
 /// Memcheck's error kinds (protocol 4-6) and leakgate's `FatalSignal`.
-pub const ERROR_KINDS: [&str; 17] = [
+pub const ERROR_KINDS: [&str; 21] = [
     "InvalidFree",
     "MismatchedFree",
     "InvalidRead",
@@ -40,15 +42,27 @@ pub const ERROR_KINDS: [&str; 17] = [
     "ReallocSizeZero",
     "InvalidAlignment",
     "InvalidSizeAndAlignment",
+    "InvalidAlignment",
+    "InvalidSize",
+    "MismatchedAllocateDeallocateSize",
+    "MismatchedAllocateDeallocateAlignment",
     "InvalidFreeSized",
     "FatalSignal",
 ];
+
+/// The descriptor kinds of `--track-fds` (Valgrind 3.23+): the `fds` group.
+pub const FD_KINDS: [&str; 3] = ["FdNotClosed", "FdBadClose", "FdBadUse"];
+
+/// Whether `kind` is one of [`FD_KINDS`].
+pub fn is_fd_kind(kind: &str) -> bool {
+    FD_KINDS.contains(&kind)
+}
 
 /// A `--fail-on` item that is neither a group nor a known kind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyError {
     #[error(
-        "unknown --fail-on item {0:?} (use definite, indirect, possible, reachable, leaks, errors, all, none, cuda-ipc, or a Valgrind kind such as Leak_DefinitelyLost or InvalidRead)"
+        "unknown --fail-on item {0:?} (use definite, indirect, possible, reachable, leaks, errors, memerrors, fds, all, none, cuda-ipc, or a Valgrind kind such as Leak_DefinitelyLost or InvalidRead)"
     )]
     UnknownItem(String),
     #[error("--fail-on is empty (use `none` to fail on no finding)")]
@@ -60,7 +74,8 @@ pub enum PolicyError {
 pub struct FailOn {
     /// Individual kinds (leak kinds and error kinds).
     pub kinds: BTreeSet<String>,
-    /// Every non-leak kind, known or not.
+    /// Every non-leak kind, known or not, except the descriptor kinds
+    /// ([`FD_KINDS`], listed in `kinds` when gated) and `cuda-ipc`.
     pub errors: bool,
 }
 
@@ -86,9 +101,15 @@ impl FailOn {
                 "possible" => f.add("Leak_PossiblyLost"),
                 "reachable" => f.add("Leak_StillReachable"),
                 "leaks" => LEAK_KINDS.iter().for_each(|k| f.add(k)),
-                "errors" => f.errors = true,
+                "errors" => {
+                    f.errors = true;
+                    FD_KINDS.iter().for_each(|k| f.add(k));
+                }
+                "memerrors" => f.errors = true,
+                "fds" => FD_KINDS.iter().for_each(|k| f.add(k)),
                 "all" => {
                     LEAK_KINDS.iter().for_each(|k| f.add(k));
+                    FD_KINDS.iter().for_each(|k| f.add(k));
                     f.errors = true;
                 }
                 "none" => {}
@@ -97,6 +118,7 @@ impl FailOn {
                     let known = LEAK_KINDS
                         .iter()
                         .chain(ERROR_KINDS.iter())
+                        .chain(FD_KINDS.iter())
                         .find(|k| k.eq_ignore_ascii_case(item));
                     match known {
                         Some(k) => f.add(k),
@@ -121,7 +143,7 @@ impl FailOn {
         if kind == crate::processes::CUDA_IPC_KIND {
             return self.kinds.contains(kind);
         }
-        if kind.starts_with("Leak_") {
+        if kind.starts_with("Leak_") || is_fd_kind(kind) {
             self.kinds.contains(kind)
         } else {
             self.errors || self.kinds.contains(kind)
@@ -142,15 +164,24 @@ impl FailOn {
                 out.push((*name).to_string());
             }
         }
-        if self.errors {
-            out.push("errors".into());
+        let fds = FD_KINDS.iter().all(|k| self.kinds.contains(*k));
+        match (self.errors, fds) {
+            (true, true) => out.push("errors".into()),
+            (true, false) => out.push("memerrors".into()),
+            (false, true) => out.push("fds".into()),
+            (false, false) => {}
         }
         for k in &self.kinds {
             if k == crate::processes::CUDA_IPC_KIND {
                 out.push("cuda-ipc".into());
                 continue;
             }
-            if LEAK_KINDS.contains(&k.as_str()) || (self.errors && !k.starts_with("Leak_")) {
+            let covered = if is_fd_kind(k) {
+                fds
+            } else {
+                LEAK_KINDS.contains(&k.as_str()) || self.errors
+            };
+            if covered {
                 continue;
             }
             out.push(k.clone());
@@ -204,6 +235,29 @@ mod tests {
         let a = FailOn::parse("all").unwrap();
         assert!(a.matches("Leak_StillReachable"));
         assert_eq!(a.to_string(), "definite,indirect,possible,reachable,errors");
+    }
+
+    #[test]
+    fn descriptor_kinds() {
+        let d = FailOn::default();
+        assert!(d.matches("FdNotClosed") && d.matches("FdBadClose") && d.matches("FdBadUse"));
+        let m = FailOn::parse("definite,memerrors").unwrap();
+        assert!(m.matches("InvalidRead") && !m.matches("FdNotClosed"));
+        assert_eq!(m.to_string(), "definite,memerrors");
+        let f = FailOn::parse("definite,fds").unwrap();
+        assert!(f.matches("FdBadClose") && !f.matches("InvalidRead"));
+        assert_eq!(f.to_string(), "definite,fds");
+        assert_eq!(
+            FailOn::parse("memerrors,fds").unwrap().to_string(),
+            "errors"
+        );
+        let one = FailOn::parse("FdNotClosed").unwrap();
+        assert!(one.matches("FdNotClosed") && !one.matches("FdBadClose"));
+        assert_eq!(one.to_string(), "FdNotClosed");
+        assert_eq!(
+            FailOn::parse("all").unwrap(),
+            FailOn::parse("leaks,errors").unwrap()
+        );
     }
 
     #[test]

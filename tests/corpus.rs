@@ -316,7 +316,7 @@ fn raw_corpora_parse() {
 fn chunked_parallel_parsing_gives_the_same_report() {
     // Large files are split at <error> lines and parsed in parallel;
     // LEAKGATE_CHUNK_BYTES forces that on small fixtures.
-    let files = common::fixture_files(&["raw-3.19", "recorded", "raw-3.27"]);
+    let files = common::fixture_files(&["raw-3.19", "recorded", "raw-3.27", "raw-3.26"]);
     let run = |p: &Path, chunk: Option<&str>| {
         let mut c = Command::new(common::leakgate_bin());
         c.args(["analyze", "--format", "json"]).arg(p);

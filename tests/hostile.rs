@@ -501,7 +501,7 @@ fn source_paths_naming_devices_are_not_read() {
 
 #[test]
 fn records_are_conserved_on_every_fixture() {
-    let files = common::fixture_files(&["recorded", "raw-3.19", "raw-3.27"]);
+    let files = common::fixture_files(&["recorded", "raw-3.19", "raw-3.27", "raw-3.26"]);
     for f in &files {
         for env in [&[][..], &[("LEAKGATE_CHUNK_BYTES", "600")][..]] {
             let (code, r, err, _) = analyze_env(&[], &[f], env);

@@ -121,6 +121,10 @@ enum Tag {
     Pair,
     Count,
     Name,
+    /// Protocol 6 `<leak_summary>` and its `<still_reachable>` (see
+    /// [`closes_unclosed_still_reachable`]).
+    LeakSummary,
+    StillReachable,
     Other,
 }
 
@@ -173,6 +177,8 @@ fn tag_of(name: &[u8]) -> Tag {
         b"pair" => Tag::Pair,
         b"count" => Tag::Count,
         b"name" => Tag::Name,
+        b"leak_summary" => Tag::LeakSummary,
+        b"still_reachable" => Tag::StillReachable,
         _ => Tag::Other,
     }
 }
@@ -200,6 +206,8 @@ fn wants_text(tag: Tag) -> bool {
             | Tag::ErrorCounts
             | Tag::SuppCounts
             | Tag::Pair
+            | Tag::LeakSummary
+            | Tag::StillReachable
             | Tag::Other
     )
 }
@@ -947,7 +955,11 @@ fn parse_events<'a, S: EventSource<'a>>(
                 text.clear();
                 want_text = wants_text(tag);
             }
-            Event::End(_) => {
+            Event::End(e) => {
+                if closes_unclosed_still_reachable(&stack, e.name().as_ref()) {
+                    // Valgrind 3.26.0's defect: close the element it left open.
+                    stack.pop();
+                }
                 let Some(tag) = stack.pop() else { continue };
                 ctx.end(tag, &stack, &text);
                 if cache.pending.is_some() {
@@ -1022,6 +1034,17 @@ fn parse_events<'a, S: EventSource<'a>>(
     ctx.sum.saw_finished = ctx.saw_finished;
     ctx.sum.problem = incomplete;
     Ok(ctx.sum)
+}
+
+/// Valgrind 3.26.0 (upstream bug 514613, fixed in 3.27.0) leaves
+/// `<still_reachable>` inside the protocol-6 `<leak_summary>` unclosed when
+/// the still-reachable byte count is 0: `</leak_summary>` then arrives with
+/// `<still_reachable>` still open. Closing both there reads the document as
+/// Valgrind meant it (the end tags after it then match, `</valgrindoutput>`
+/// closes the root, and records after a checkpoint's summary stay top-level),
+/// while a file really cut off anywhere still lacks its closing root tag.
+fn closes_unclosed_still_reachable(stack: &[Tag], end_name: &[u8]) -> bool {
+    matches!(stack, [.., Tag::LeakSummary, Tag::StillReachable]) && end_name == b"leak_summary"
 }
 
 /// Counts an element the XML library saw start but will not see end (it

@@ -55,6 +55,17 @@ pub enum RunError {
         "--repeat {0} needs per-test checkpoints: a pytest target (pytest, python -m pytest), or --per-test"
     )]
     RepeatWithoutPerTest(u32),
+    #[error(
+        "--track-fds needs Valgrind 3.23 or later (it writes descriptor errors to the XML from 3.23); {path} is Valgrind {version}, which reports descriptors in its text log only"
+    )]
+    TrackFdsTooOld { path: PathBuf, version: String },
+    #[error("--num-callers {n}: Valgrind {version} accepts {min} to {max}")]
+    NumCallers {
+        n: u32,
+        version: String,
+        min: u32,
+        max: u32,
+    },
 }
 
 /// `--show-leak-kinds` unless given.
@@ -81,6 +92,9 @@ pub struct RunConfig {
     /// `--repeat`: how often the pytest plugin runs each test.
     pub repeat: u32,
     pub track_origins: bool,
+    /// `--track-fds=yes`: descriptors left open at exit and bad closes
+    /// become XML errors (Valgrind 3.23+).
+    pub track_fds: bool,
     pub extra_args: Vec<String>,
     pub cmd: Vec<String>,
     /// `--trace-children=yes` (default) with one XML file per process.
@@ -107,6 +121,7 @@ impl RunConfig {
             per_test: PerTest::Auto,
             repeat: 1,
             track_origins: true,
+            track_fds: false,
             extra_args: Vec::new(),
             cmd,
             trace_children: true,
@@ -190,9 +205,37 @@ pub fn find_valgrind(explicit: Option<&Path>) -> Result<PathBuf, RunError> {
     }
 }
 
+/// `VALGRIND_LIB` for a Valgrind tree that is not at its configured prefix:
+/// when `valgrind` is `DIR/bin/valgrind` next to `DIR/libexec/valgrind/`
+/// (a relocated or unpacked build) and `VALGRIND_LIB` is not set, the
+/// launcher needs to be told where its tools are. `None` otherwise.
+pub fn valgrind_lib_for(valgrind: &Path) -> Option<PathBuf> {
+    if std::env::var_os("VALGRIND_LIB").is_some_and(|v| !v.is_empty()) {
+        return None;
+    }
+    let bin = valgrind.parent()?;
+    if bin.file_name()? != "bin" {
+        return None;
+    }
+    let lib = bin.parent()?.join("libexec").join("valgrind");
+    let has_tool = std::fs::read_dir(&lib)
+        .ok()?
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("memcheck-"));
+    has_tool.then_some(lib)
+}
+
 /// `valgrind --version` → `3.19.0`.
 pub fn valgrind_version(valgrind: &Path) -> Option<String> {
-    let out = Command::new(valgrind).arg("--version").output().ok()?;
+    valgrind_version_with(valgrind, valgrind_lib_for(valgrind).as_deref())
+}
+
+fn valgrind_version_with(valgrind: &Path, lib: Option<&Path>) -> Option<String> {
+    let mut cmd = Command::new(valgrind);
+    if let Some(lib) = lib {
+        cmd.env("VALGRIND_LIB", lib);
+    }
+    let out = cmd.arg("--version").output().ok()?;
     let s = String::from_utf8_lossy(&out.stdout);
     let v = s.trim().strip_prefix("valgrind-")?.to_string();
     Some(v)
@@ -323,7 +366,13 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         ));
         target_argv[0] = real.display().to_string();
     }
-    let version = valgrind_version(&valgrind);
+    // Only for an explicit --valgrind: the one on PATH is at its prefix.
+    let valgrind_lib = cfg
+        .valgrind
+        .as_ref()
+        .and_then(|_| valgrind_lib_for(&valgrind));
+    let version = valgrind_version_with(&valgrind, valgrind_lib.as_deref());
+    check_version(&valgrind, version.as_deref(), cfg)?;
     // Private: the XML holds the target's command line, paths and stacks.
     let private = || {
         use std::os::unix::fs::PermissionsExt;
@@ -380,6 +429,9 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     if cfg.track_origins {
         args.insert(2, "--track-origins=yes".into());
     }
+    if cfg.track_fds {
+        args.push("--track-fds=yes".into());
+    }
     if cfg.trace_children {
         args.push("--trace-children=yes".into());
         let skip = cfg
@@ -395,6 +447,14 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     }
     let mut cmd = Command::new(&valgrind);
     cmd.args(&args).args(&target_argv);
+    if let Some(lib) = &valgrind_lib {
+        cmd.env("VALGRIND_LIB", lib);
+        environment.push(format!(
+            "VALGRIND_LIB={} (set by leakgate: the tools of --valgrind {})",
+            lib.display(),
+            valgrind.display()
+        ));
+    }
     if is_python_target(&cfg.cmd[0], &target) {
         match std::env::var_os("PYTHONMALLOC") {
             None => {
@@ -542,6 +602,32 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         per_test,
         added_reachable,
     })
+}
+
+/// Refuses what this Valgrind cannot do, before anything runs: `--track-fds`
+/// before 3.23 (descriptor errors go to the text log only), a
+/// `--num-callers` outside what it accepts. An unknown version passes.
+fn check_version(valgrind: &Path, version: Option<&str>, cfg: &RunConfig) -> Result<(), RunError> {
+    use crate::versions::{FD_ERRORS_IN_XML, MAX_NUM_CALLERS, VgVersion, min_num_callers};
+    let Some(v) = version.and_then(VgVersion::parse) else {
+        return Ok(());
+    };
+    if cfg.track_fds && !v.at_least(FD_ERRORS_IN_XML.0, FD_ERRORS_IN_XML.1) {
+        return Err(RunError::TrackFdsTooOld {
+            path: valgrind.to_path_buf(),
+            version: v.to_string(),
+        });
+    }
+    let min = min_num_callers(v);
+    if !(min..=MAX_NUM_CALLERS).contains(&cfg.num_callers) {
+        return Err(RunError::NumCallers {
+            n: cfg.num_callers,
+            version: v.to_string(),
+            min,
+            max: MAX_NUM_CALLERS,
+        });
+    }
+    Ok(())
 }
 
 /// Whether this Valgrind expands `%n` in file names (3.19 does: checked).

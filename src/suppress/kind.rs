@@ -239,6 +239,35 @@ impl SuppKind {
         }
     }
 
+    /// Whether Valgrind `v` reads this kind (checked against 3.19.0,
+    /// 3.22.0, 3.26.0 and 3.27.1: none of these drops a kind; 3.26 renamed
+    /// `BadSize` to `UnsafeZeroSize` and still reads the old name).
+    pub fn accepted_by(&self, v: crate::versions::VgVersion) -> bool {
+        self.introduced_in()
+            .and_then(crate::versions::VgVersion::parse)
+            .is_none_or(|since| v >= since)
+    }
+
+    /// Which releases read this kind, for `leakgate lint`: `None` for kinds
+    /// every supported release (3.19 and later) reads.
+    pub fn accepted_range(&self) -> Option<String> {
+        if self.known_to_3_19() {
+            return None;
+        }
+        let since = self.introduced_in()?;
+        Some(match self {
+            SuppKind::BadSize => {
+                format!(
+                    "Valgrind {since} and later (renamed UnsafeZeroSize in 3.26, which still reads BadSize)"
+                )
+            }
+            SuppKind::UnsafeZeroSize => {
+                format!("Valgrind {since} and later (3.22 to 3.25 call it BadSize)")
+            }
+            _ => format!("Valgrind {since} and later"),
+        })
+    }
+
     /// Whether Valgrind 3.19 accepts this kind.
     pub fn known_to_3_19(&self) -> bool {
         !matches!(
@@ -780,5 +809,17 @@ mod tests {
         assert!(!SuppKind::Leak(LeakKindSet::NONE).matches(&RecordKind::Leak(LeakKind::Definite)));
         assert_eq!(SuppKind::ReallocZero.introduced_in(), Some("3.21"));
         assert!(!SuppKind::SizeMismatch.known_to_3_19());
+        use crate::versions::VgVersion;
+        let (v19, v22, v26) = (
+            VgVersion::new(3, 19, 0),
+            VgVersion::new(3, 22, 0),
+            VgVersion::new(3, 26, 0),
+        );
+        assert!(SuppKind::Cond.accepted_by(v19) && SuppKind::Cond.accepted_range().is_none());
+        assert!(!SuppKind::BadSize.accepted_by(v19) && SuppKind::BadSize.accepted_by(v22));
+        assert!(SuppKind::BadSize.accepted_by(v26));
+        assert!(!SuppKind::UnsafeZeroSize.accepted_by(v22));
+        assert!(SuppKind::UnsafeZeroSize.accepted_by(v26));
+        assert!(SuppKind::FishyValue(None).accepted_range().is_none());
     }
 }

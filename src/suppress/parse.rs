@@ -423,7 +423,12 @@ impl<'a> Parser<'a> {
         if tool_name_present("core", tools) {
             return Err(fail(SyntaxErrorKind::UnknownCoreType, tk));
         }
-        if !tool_name_present(self.tool, tools) {
+        // Valgrind 3.23+ core errors (descriptors, `--track-fds`): a
+        // `CoreError:FdNotClosed` rule applies whatever the tool. Older
+        // readers skip it (as another tool's), and their reports hold no
+        // such records, so reading it here changes nothing for them.
+        let core_fd = tool_name_present("CoreError", tools) && crate::policy::is_fd_kind(kind_name);
+        if !core_fd && !tool_name_present(self.tool, tools) {
             loop {
                 match self.line()? {
                     None => return Err(self.eof(SyntaxErrorKind::EofWhenSkipping)),
@@ -438,7 +443,8 @@ impl<'a> Parser<'a> {
                 kind_name: kind_name.to_string(),
             }));
         }
-        let Some((mut kind, extra)) = tool_kind(self.tool, kind_name) else {
+        let core = core_fd.then(|| (SuppKind::Other(kind_name.to_string()), ExtraLine::None));
+        let Some((mut kind, extra)) = core.or_else(|| tool_kind(self.tool, kind_name)) else {
             return Err(fail(SyntaxErrorKind::UnknownToolType, tk));
         };
         let mut warnings = Vec::new();
@@ -563,7 +569,7 @@ impl<'a> Parser<'a> {
             name: name_l.text.to_string(),
             file: self.file.to_string(),
             line: open_line,
-            tool: self.tool.to_string(),
+            tool: if core_fd { "CoreError" } else { self.tool }.to_string(),
             tools: tools.to_string(),
             kind_name: kind_name.to_string(),
             kind,

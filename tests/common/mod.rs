@@ -346,3 +346,54 @@ pub fn fixture_files(dirs: &[&str]) -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// The Valgrind releases besides the system's (Debian 12: 3.19.0) that the
+/// live version tests run under: the builds in `../shared/valgrind/`.
+pub const EXTRA_VALGRINDS: [&str; 3] = ["3.22.0", "3.26.0", "3.27.1"];
+
+/// `(version, launcher)` for each of [`EXTRA_VALGRINDS`] (or those named in
+/// `LEAKGATE_TEST_VALGRIND_VERSIONS`, comma-separated), unpacked once by
+/// `../shared/valgrind/unpack.sh` into `~/.cache/leakgate-valgrind`.
+/// leakgate sets `VALGRIND_LIB` itself for such a tree (`--valgrind PATH`);
+/// for running it directly see [`valgrind_command`]. Without
+/// `../shared/valgrind` this [`require_or_skip`]s and returns nothing.
+pub fn extra_valgrinds() -> Vec<(String, PathBuf)> {
+    let unpack = repo_root()
+        .join("..")
+        .join("shared")
+        .join("valgrind")
+        .join("unpack.sh");
+    if !unpack.is_file() {
+        require_or_skip("../shared/valgrind is absent: only the system Valgrind is tested");
+        return Vec::new();
+    }
+    let wanted: Vec<String> = match std::env::var("LEAKGATE_TEST_VALGRIND_VERSIONS") {
+        Ok(v) if !v.trim().is_empty() => v.split(',').map(|s| s.trim().to_string()).collect(),
+        _ => EXTRA_VALGRINDS.iter().map(|s| (*s).to_string()).collect(),
+    };
+    wanted
+        .into_iter()
+        .map(|v| {
+            let out = run_capture(Command::new("bash").arg(&unpack).arg(&v), "unpack.sh");
+            check_success(&out, &format!("{} {v}", unpack.display()));
+            let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            assert!(path.is_file(), "unpack.sh {v} printed {}", path.display());
+            (v, path)
+        })
+        .collect()
+}
+
+/// A `Command` for the Valgrind launcher `vg` (`valgrind` on PATH when
+/// `None`), with `VALGRIND_LIB` pointing at an unpacked tree's tools.
+pub fn valgrind_command(vg: Option<&Path>) -> Command {
+    match vg {
+        None => Command::new("valgrind"),
+        Some(vg) => {
+            let mut c = Command::new(vg);
+            if let Some(root) = vg.parent().and_then(Path::parent) {
+                c.env("VALGRIND_LIB", root.join("libexec").join("valgrind"));
+            }
+            c
+        }
+    }
+}
