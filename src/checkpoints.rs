@@ -629,9 +629,16 @@ fn python_only_growth<'a>(findings: impl Iterator<Item = &'a Finding>) -> Vec<St
     let mut order: Vec<String> = Vec::new();
     let mut by: HashMap<String, Grew> = HashMap::new();
     for f in findings.filter(|f| f.is_leak()) {
-        let lost = matches!(f.kind.as_str(), "Leak_DefinitelyLost" | "Leak_IndirectlyLost");
+        let lost = matches!(
+            f.kind.as_str(),
+            "Leak_DefinitelyLost" | "Leak_IndirectlyLost"
+        );
         let python = !f.is_user() && f.source.as_deref() == Some("python");
-        for t in f.tests.iter().filter(|t| matches!(t.kind.as_str(), "test" | "checkpoint")) {
+        for t in f
+            .tests
+            .iter()
+            .filter(|t| matches!(t.kind.as_str(), "test" | "checkpoint"))
+        {
             let key = name(t);
             if !by.contains_key(&key) {
                 order.push(key.clone());

@@ -48,7 +48,14 @@ fn run(py: &Path, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Valu
         .args(args)
         .arg("--")
         .arg(py)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "test_freelists.py"]);
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_freelists.py",
+        ]);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -79,7 +86,11 @@ fn user_lost(r: &Value) -> Vec<(String, u64, u64, Vec<String>)> {
                 f["blocks"].as_u64().unwrap_or(0),
                 f["tests"]
                     .as_array()
-                    .map(|a| a.iter().map(|t| t["test"].as_str().unwrap().into()).collect())
+                    .map(|a| {
+                        a.iter()
+                            .map(|t| t["test"].as_str().unwrap().into())
+                            .collect()
+                    })
                     .unwrap_or_default(),
             )
         })
@@ -129,7 +140,8 @@ fn leaks_of_recycled_objects_are_found_at_their_lines() {
     assert_eq!(r["per_test"]["free_lists"], "off", "{:#}", r["per_test"]);
     let mut lost = user_lost(&r);
     lost.sort();
-    let want = |f: &str, line: u64, test: &str| (f.to_string(), line, 2, vec![format!("{T}{test}")]);
+    let want =
+        |f: &str, line: u64, test: &str| (f.to_string(), line, 2, vec![format!("{T}{test}")]);
     let mut expected = vec![
         want("options", dict, "test_options"),
         want("pair", pair, "test_pair"),
@@ -147,15 +159,26 @@ fn leaks_of_recycled_objects_are_found_at_their_lines() {
         }
     }
     for t in ["test_pair", "test_scratch", "test_options"] {
-        assert_eq!(python_lost_in(&r, &format!("{T}{t}")), 0, "{t}: nothing left in python noise");
+        assert_eq!(
+            python_lost_in(&r, &format!("{T}{t}")),
+            0,
+            "{t}: nothing left in python noise"
+        );
     }
     // The refcount leak of a tuple made by Python code: python noise,
     // growing per call, named in a note (not gated).
     assert_eq!(python_lost_in(&r, &format!("{T}test_first")), 2);
     let n = notes(&r);
-    let first: Vec<&String> = n.iter().filter(|n| n.starts_with(&format!("{T}test_first: "))).collect();
+    let first: Vec<&String> = n
+        .iter()
+        .filter(|n| n.starts_with(&format!("{T}test_first: ")))
+        .collect();
     assert_eq!(first.len(), 1, "one note for test_first: {n:#?}");
-    assert!(first[0].contains("lost at every call") && first[0].contains("Py_DECREF"), "{}", first[0]);
+    assert!(
+        first[0].contains("lost at every call") && first[0].contains("Py_DECREF"),
+        "{}",
+        first[0]
+    );
     assert!(
         !n.iter().any(|n| n.starts_with(&format!("{T}test_pair"))),
         "no python-only note where your code leaks: {n:#?}"
@@ -163,8 +186,19 @@ fn leaks_of_recycled_objects_are_found_at_their_lines() {
     assert_eq!(r["per_test"]["notes"].as_array().unwrap().len(), 1);
 
     // The fixed functions: nothing of yours, no note, the gate passes.
-    let (code, r) = run(&py, &dir, &["--repeat", "2"], &[("FLEXT_CALLS", "1"), ("FLEXT_FIXED", "1")]);
-    assert_eq!(code, 0, "fixed: {:#} {:#}", r["verdict"], user_lost(&r).len());
+    let (code, r) = run(
+        &py,
+        &dir,
+        &["--repeat", "2"],
+        &[("FLEXT_CALLS", "1"), ("FLEXT_FIXED", "1")],
+    );
+    assert_eq!(
+        code,
+        0,
+        "fixed: {:#} {:#}",
+        r["verdict"],
+        user_lost(&r).len()
+    );
     assert_eq!(r["summary"]["user"]["findings"], 0, "{:#}", r["findings"]);
     assert_eq!(r["per_test"]["notes"], Value::Null, "{:#}", r["per_test"]);
     assert_eq!(r["per_test"]["free_lists"], "off");
@@ -179,10 +213,20 @@ fn with_free_lists_kept_recycled_blocks_carry_their_first_owner() {
     let src = dir.join("flext.c");
     let pair = common::marker_line(&src, "@fl_pair") as u64;
     let scratch_ok = common::marker_line(&src, "@fl_scratch_ok") as u64;
-    let (code, r) = run(&py, &dir, &[], &[("FLEXT_CALLS", "1"), ("LEAKGATE_FREE_LISTS", "keep")]);
-    assert_eq!(r["per_test"]["free_lists"], "kept (LEAKGATE_FREE_LISTS=keep)");
+    let (code, r) = run(
+        &py,
+        &dir,
+        &[],
+        &[("FLEXT_CALLS", "1"), ("LEAKGATE_FREE_LISTS", "keep")],
+    );
+    assert_eq!(
+        r["per_test"]["free_lists"],
+        "kept (LEAKGATE_FREE_LISTS=keep)"
+    );
     assert!(
-        notes(&r).iter().any(|n| n.starts_with("CPython free lists stayed on: kept")),
+        notes(&r)
+            .iter()
+            .any(|n| n.starts_with("CPython free lists stayed on: kept")),
         "{:#?}",
         notes(&r)
     );

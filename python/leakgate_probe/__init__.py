@@ -23,6 +23,11 @@ Use::
 
 The pytest plugin (``leakgate_probe.pytest_plugin``) takes a checkpoint
 after every test; ``leakgate run -- python -m pytest`` enables it.
+
+The first checkpoint under Valgrind also turns CPython's free lists off
+(``free_lists_off()``, which compiles ``freelists.c`` with ``cc``), so that a
+leaked tuple, list, dict or float carries the allocation stack of the code
+that made it, not of an earlier owner of its block.
 """
 
 import ctypes
@@ -305,7 +310,9 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True):
     first, so that objects only waiting for it are not counted. A ``start``
     checkpoint takes a silent baseline instead (a summary leak check: the
     heap as it is then is not listed, later snapshots show what changed
-    since). Returns whether a snapshot was taken (False without Valgrind)."""
+    since). The first call also turns CPython's free lists off
+    (``free_lists_off()``). Returns whether a snapshot was taken (False
+    without Valgrind)."""
     global _seq
     if not available():
         return False
