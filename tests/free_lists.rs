@@ -246,3 +246,166 @@ fn with_free_lists_kept_recycled_blocks_carry_their_first_owner() {
         r["findings"]
     );
 }
+
+/// Runs `cmd`, panicking with its output when it fails.
+fn must(cmd: &mut Command, what: &str) {
+    let out = common::run_capture(cmd, what);
+    common::check_success(&out, what);
+}
+
+/// A real package: lru-dict 1.4.1 (the latest release) from its sdist on
+/// PyPI, built with -O0 -g and installed with pip into a venv, its own
+/// `test_popitem` run from the unpacked sdist. `LRU.popitem()` takes one
+/// reference too many on the tuple it returns (amitdev/lru-dict#64, fixed
+/// by the still unreleased amitdev/lru-dict#65, which removes that
+/// `Py_INCREF`): every popped item leaks a 2-tuple built by
+/// `LRU_peek_*_item`. With the free lists kept, CPython hands that tuple a
+/// recycled block and the leak is `python` noise; turned off, it is found
+/// at the `Py_BuildValue` line; with #65 applied the gate passes.
+#[test]
+fn real_package_lru_dict_popitem() {
+    let tmp = common::tempdir();
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let Some(py) = common::python_or_skip() else {
+        return;
+    };
+    let t = tmp.path();
+    let dl = Command::new(&py)
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "-q",
+            "--no-binary",
+            ":all:",
+            "--no-deps",
+        ])
+        .args(["lru-dict==1.4.1", "-d"])
+        .arg(t)
+        .output()
+        .expect("run pip");
+    if !dl.status.success() {
+        common::require_or_skip(&format!(
+            "cannot download lru-dict 1.4.1 from PyPI: {}",
+            String::from_utf8_lossy(&dl.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ));
+        return;
+    }
+    must(
+        Command::new("tar")
+            .current_dir(t)
+            .args(["xzf", "lru_dict-1.4.1.tar.gz"]),
+        "tar xzf lru_dict-1.4.1.tar.gz",
+    );
+    let src = t.join("lru_dict-1.4.1");
+    let venv = t.join("venv");
+    must(
+        Command::new(&py).args(["-m", "venv"]).arg(&venv),
+        "python -m venv",
+    );
+    let vpy = venv.join("bin/python");
+    must(
+        Command::new(&vpy).args(["-m", "pip", "install", "-q", "pytest", "setuptools>=77"]),
+        "pip install pytest setuptools",
+    );
+    let install = |dir: &Path| {
+        must(
+            Command::new(&vpy)
+                .env("CFLAGS", "-O0 -g")
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--no-build-isolation",
+                    "--force-reinstall",
+                    "--no-deps",
+                ])
+                .arg(dir),
+            "pip install lru-dict",
+        )
+    };
+    let c = src.join("src/lru/_lru.c");
+    let text = std::fs::read_to_string(&c).unwrap();
+    let line_of = |needle: &str| {
+        text.lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} not in _lru.c")) as u64
+            + 1
+    };
+    let first = line_of("Py_BuildValue(\"OO\", self->first->key");
+    let last = line_of("Py_BuildValue(\"OO\", self->last->key");
+    let lg = |env: &[(&str, &str)]| {
+        let json = t.join("report.json");
+        let _ = std::fs::remove_file(&json);
+        let mut cmd = Command::new(common::leakgate_bin());
+        cmd.current_dir(&src)
+            .env_remove("PYTHONMALLOC")
+            .env_remove("PYTEST_PLUGINS")
+            .env_remove("PYTHONPATH")
+            .env_remove("LEAKGATE_FREE_LISTS")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            // Installed into the venv's site-packages, not built in the checkout.
+            .args(["run", "-q", "--user-object", "*_lru*.so"])
+            .args(["--format", "json", "--output"])
+            .arg(&json)
+            .arg("--")
+            .arg(&vpy)
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+            .args(["test/test_lru.py", "-k", "popitem"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = common::run_capture(&mut cmd, "leakgate run");
+        let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap_or_default())
+            .unwrap_or_else(|e| {
+                panic!(
+                    "no JSON report ({e}); stderr:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            });
+        common::assert_conserved(&r);
+        (out.status.code().expect("exit code"), r)
+    };
+
+    install(&src);
+    let (code, r) = lg(&[]);
+    assert_eq!(code, 1, "{:#}", r["verdict"]);
+    assert_eq!(r["per_test"]["free_lists"], "off");
+    let mut lost = user_lost(&r);
+    lost.sort();
+    let popitem = vec!["test/test_lru.py::TestLRU::test_popitem".to_string()];
+    assert_eq!(
+        lost,
+        [
+            ("LRU_peek_first_item".to_string(), first, 1, popitem.clone()),
+            ("LRU_peek_last_item".to_string(), last, 2, popitem.clone()),
+        ],
+        "{:#}",
+        r["findings"]
+    );
+
+    // Free lists kept: the same three tuples are (mostly) recycled blocks.
+    let (_, kept) = lg(&[("LEAKGATE_FREE_LISTS", "keep")]);
+    let found: u64 = user_lost(&kept).iter().map(|l| l.2).sum();
+    eprintln!("lru-dict popitem, free lists kept: {found} of 3 leaked tuples in lru's code");
+    assert!(found < 3, "{:#}", kept["findings"]);
+
+    // amitdev/lru-dict#65: no Py_INCREF before popitem's return.
+    let fixed = text.replacen(
+        "    Py_INCREF(result);\n    return result;\n}\n\nstatic PyObject *\nLRU_keys",
+        "    return result;\n}\n\nstatic PyObject *\nLRU_keys",
+        1,
+    );
+    assert_ne!(fixed, text, "the popitem fix applies");
+    std::fs::write(&c, fixed).unwrap();
+    install(&src);
+    let (code, r) = lg(&[]);
+    assert_eq!(code, 0, "fixed: {:#} {:#}", r["verdict"], r["findings"]);
+    assert_eq!(r["summary"]["user"]["findings"], 0);
+}
