@@ -605,6 +605,51 @@ pub fn resolve(
     })
 }
 
+/// CPython functions that hand out blocks from a free list (3.11 and
+/// later names; `tuple_alloc` is usually inlined into `PyTuple_New`).
+const FREE_LIST_ALLOCATORS: &[&str] = &[
+    "PyTuple_New",
+    "PyTuple_Pack",
+    "tuple_alloc",
+    "_PyTuple_FromArray",
+    "_PyTuple_FromArraySteal",
+    "PyList_New",
+    "_PyList_FromArraySteal",
+    "PyDict_New",
+    "new_dict",
+    "_PyDict_NewPresized",
+    "PyFloat_FromDouble",
+];
+
+/// When CPython's free lists were on (no checkpoints, or kept): a note on
+/// the lost `python` noise allocated by a free-list allocator, whose block
+/// may have been recycled and so carry an earlier owner's stack.
+pub fn recycled_note(findings: &[Finding]) -> Option<String> {
+    let (mut blocks, mut bytes) = (0u64, 0u64);
+    for f in findings.iter().filter(|f| {
+        !f.is_user()
+            && f.source.as_deref() == Some("python")
+            && matches!(
+                f.kind.as_str(),
+                "Leak_DefinitelyLost" | "Leak_IndirectlyLost"
+            )
+            && f.stack.iter().take(8).any(|fr| {
+                fr.function
+                    .as_deref()
+                    .is_some_and(|n| FREE_LIST_ALLOCATORS.contains(&n))
+            })
+    }) {
+        blocks += f.blocks.unwrap_or(0);
+        bytes += f.direct_bytes.or(f.bytes).unwrap_or(0);
+    }
+    (blocks > 0).then(|| {
+        format!(
+            "{blocks} lost block{} ({bytes} bytes) in `python` noise are tuples, lists, dicts or floats from CPython's free lists: a recycled block carries the allocation stack of its first owner, not of the code that leaked it; with checkpoints (pytest targets, or --per-test) leakgate turns the free lists off (README: CPython free lists and refcount leaks)",
+            if blocks == 1 { "" } else { "s" }
+        )
+    })
+}
+
 /// Tests whose lost blocks (definitely or indirectly lost) grew at every
 /// call, but only in `python` noise: nothing of yours grew there. That is
 /// how a missing `Py_DECREF` of an object made by Python code looks (the
@@ -832,6 +877,31 @@ mod tests {
             errors: 0,
         }];
         f
+    }
+
+    #[test]
+    fn recycled_note_counts_lost_python_blocks_from_free_list_allocators() {
+        let frame = |f: &str| crate::report::FrameOut {
+            function: Some(f.into()),
+            object: None,
+            file: None,
+            path: None,
+            line: None,
+            ip: None,
+            user: false,
+        };
+        let mut tuple = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
+        tuple.stack = vec![frame("malloc"), frame("gc_alloc"), frame("PyTuple_New")];
+        let mut other = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
+        other.stack = vec![frame("malloc"), frame("PyUnicode_New")];
+        let mut reachable = tuple.clone();
+        reachable.kind = "Leak_StillReachable".into();
+        let note = recycled_note(&[tuple, other, reachable]).unwrap();
+        assert!(
+            note.starts_with("2 lost blocks (112 bytes) in `python` noise are tuples"),
+            "{note}"
+        );
+        assert_eq!(recycled_note(&[]), None);
     }
 
     #[test]

@@ -231,6 +231,13 @@ fn with_free_lists_kept_recycled_blocks_carry_their_first_owner() {
         "{:#?}",
         notes(&r)
     );
+    assert!(
+        notes(&r)
+            .iter()
+            .any(|n| n.contains("from CPython's free lists")),
+        "{:#?}",
+        notes(&r)
+    );
     // What the switch is for: one leaky call, and the leaked tuple is a
     // recycled block: the interpreter's (python noise, the gate does not
     // see it) or the correctly freed scratch tuple's line.
