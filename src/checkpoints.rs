@@ -605,21 +605,52 @@ pub fn resolve(
     })
 }
 
-/// CPython functions that hand out blocks from a free list (3.11 and
-/// later names; `tuple_alloc` is usually inlined into `PyTuple_New`).
-const FREE_LIST_ALLOCATORS: &[&str] = &[
-    "PyTuple_New",
-    "PyTuple_Pack",
-    "tuple_alloc",
-    "_PyTuple_FromArray",
-    "_PyTuple_FromArraySteal",
-    "PyList_New",
-    "_PyList_FromArraySteal",
-    "PyDict_New",
-    "new_dict",
-    "_PyDict_NewPresized",
-    "PyFloat_FromDouble",
+/// Allocator functions (libc, Memcheck's replacements, CPython's object
+/// allocators) skipped to find the function that made a block.
+const ALLOCATOR_FRAMES: &[&str] = &[
+    "malloc",
+    "calloc",
+    "realloc",
+    "PyObject_Malloc",
+    "PyObject_Calloc",
+    "PyObject_Realloc",
+    "PyMem_Malloc",
+    "PyMem_Calloc",
+    "PyMem_Realloc",
+    "_PyObject_Malloc",
+    "_PyObject_Realloc",
+    "_PyMem_RawMalloc",
+    "_PyMem_RawRealloc",
+    "gc_alloc",
+    "_PyObject_GC_Alloc",
+    "_PyObject_GC_Malloc",
+    "_PyObject_GC_New",
+    "_PyObject_GC_NewVar",
+    "_PyObject_GC_Resize",
+    "_PyObject_New",
+    "_PyObject_NewVar",
+    "_PyType_AllocNoTrack",
+    "PyType_GenericAlloc",
 ];
+
+/// Whether a block was made as a tuple, list, dict or float (the types
+/// with free lists): the first function after the allocators names one
+/// (`PyTuple_New`, `_PyTuple_Resize`, `PyList_New`, `dict_new`,
+/// `PyFloat_FromDouble`, ...).
+fn made_as_free_list_type(f: &Finding) -> bool {
+    let Some(maker) = f
+        .stack
+        .iter()
+        .filter_map(|fr| fr.function.as_deref())
+        .find(|n| !ALLOCATOR_FRAMES.contains(n))
+    else {
+        return false;
+    };
+    let m = maker.to_ascii_lowercase();
+    ["tuple", "list", "dict", "float"]
+        .iter()
+        .any(|t| m.contains(t))
+}
 
 /// When CPython's free lists were on (no checkpoints, or kept): a note on
 /// the lost `python` noise allocated by a free-list allocator, whose block
@@ -633,18 +664,14 @@ pub fn recycled_note(findings: &[Finding]) -> Option<String> {
                 f.kind.as_str(),
                 "Leak_DefinitelyLost" | "Leak_IndirectlyLost"
             )
-            && f.stack.iter().take(8).any(|fr| {
-                fr.function
-                    .as_deref()
-                    .is_some_and(|n| FREE_LIST_ALLOCATORS.contains(&n))
-            })
+            && made_as_free_list_type(f)
     }) {
         blocks += f.blocks.unwrap_or(0);
         bytes += f.direct_bytes.or(f.bytes).unwrap_or(0);
     }
     (blocks > 0).then(|| {
         format!(
-            "{blocks} lost block{} ({bytes} bytes) in `python` noise are tuples, lists, dicts or floats from CPython's free lists: a recycled block carries the allocation stack of its first owner, not of the code that leaked it; with checkpoints (pytest targets, or --per-test) leakgate turns the free lists off (README: CPython free lists and refcount leaks)",
+            "{blocks} lost block{} ({bytes} bytes) in `python` noise were made as tuples, lists, dicts or floats, which CPython recycles through its free lists: a recycled block carries the allocation stack of its first owner, not of the code that leaked it; with checkpoints (pytest targets, or --per-test) leakgate turns the free lists off (README: CPython free lists and refcount leaks)",
             if blocks == 1 { "" } else { "s" }
         )
     })
@@ -892,13 +919,19 @@ mod tests {
         };
         let mut tuple = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
         tuple.stack = vec![frame("malloc"), frame("gc_alloc"), frame("PyTuple_New")];
+        let mut resized = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
+        resized.stack = vec![
+            frame("realloc"),
+            frame("_PyObject_GC_Resize"),
+            frame("_PyTuple_Resize"),
+        ];
         let mut other = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
-        other.stack = vec![frame("malloc"), frame("PyUnicode_New")];
+        other.stack = vec![frame("malloc"), frame("PyUnicode_New"), frame("PyList_New")];
         let mut reachable = tuple.clone();
         reachable.kind = "Leak_StillReachable".into();
-        let note = recycled_note(&[tuple, other, reachable]).unwrap();
+        let note = recycled_note(&[tuple, resized, other, reachable]).unwrap();
         assert!(
-            note.starts_with("2 lost blocks (112 bytes) in `python` noise are tuples"),
+            note.starts_with("4 lost blocks (224 bytes) in `python` noise were made as tuples"),
             "{note}"
         );
         assert_eq!(recycled_note(&[]), None);

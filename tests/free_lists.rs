@@ -234,7 +234,7 @@ fn with_free_lists_kept_recycled_blocks_carry_their_first_owner() {
     assert!(
         notes(&r)
             .iter()
-            .any(|n| n.contains("from CPython's free lists")),
+            .any(|n| n.contains("which CPython recycles through its free lists")),
         "{:#?}",
         notes(&r)
     );
