@@ -470,6 +470,18 @@ fn build_report(
 ) -> Report {
     let mut analysis = analysis;
     let analysis_per_test = analysis.per_test.take();
+    if let Some(pt) = &analysis_per_test {
+        notes.extend(pt.notes.iter().cloned());
+        if let Some(fl) = pt.free_lists.as_deref().filter(|fl| *fl != "off") {
+            notes.push(format!("CPython free lists stayed on: {fl}; a leaked tuple, list, dict or float may carry the allocation stack of the code that first allocated its block (README: CPython free lists and refcount leaks)"));
+        }
+    }
+    let free_lists_off = analysis_per_test
+        .as_ref()
+        .is_some_and(|pt| pt.free_lists.as_deref() == Some("off"));
+    if !free_lists_off {
+        notes.extend(crate::checkpoints::recycled_note(&analysis.findings));
+    }
     analysis.summary.suppressed.loaded = suppressor.suppressions().len() as u64;
     if show_unused {
         analysis.summary.suppressed.unused = Some(

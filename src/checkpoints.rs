@@ -39,6 +39,10 @@ pub const PROBE_FILES: &[(&str, &str)] = &[
         "leakgate_probe.h",
         include_str!("../python/leakgate_probe/leakgate_probe.h"),
     ),
+    (
+        "freelists.c",
+        include_str!("../python/leakgate_probe/freelists.c"),
+    ),
 ];
 
 /// Writes the probe package into `dir/leakgate_probe/`; returns `dir`.
@@ -64,6 +68,10 @@ pub struct Marker {
     pub rep: Option<u32>,
     #[serde(default)]
     pub of: Option<u32>,
+    /// On the first marker of a process: CPython's free lists, `off` or why
+    /// they stayed on (see `free_lists_off` in the probe).
+    #[serde(default)]
+    pub freelists: Option<String>,
 }
 
 fn default_kind() -> String {
@@ -564,6 +572,17 @@ pub fn resolve(
         f.per_call = per_call;
         f.tests = tests;
     }
+    let notes = python_only_growth(findings.iter().map(|(_, f)| &**f));
+    // Free lists: "off" only when every process that said anything turned
+    // them off; otherwise the first reason they stayed on.
+    let mut free_lists: Option<String> = None;
+    for c in &order {
+        if let Some(fl) = &markers[c].freelists
+            && free_lists.as_deref().is_none_or(|cur| cur == "off")
+        {
+            free_lists = Some(fl.clone());
+        }
+    }
     let mut tests: Vec<String> = Vec::new();
     let mut repeat = 1;
     for c in &order {
@@ -581,7 +600,152 @@ pub fn resolve(
         hidden_reachable,
         repeat,
         tests,
+        free_lists,
+        notes,
     })
+}
+
+/// Allocator functions (libc, Memcheck's replacements, CPython's object
+/// allocators) skipped to find the function that made a block.
+const ALLOCATOR_FRAMES: &[&str] = &[
+    "malloc",
+    "calloc",
+    "realloc",
+    "PyObject_Malloc",
+    "PyObject_Calloc",
+    "PyObject_Realloc",
+    "PyMem_Malloc",
+    "PyMem_Calloc",
+    "PyMem_Realloc",
+    "_PyObject_Malloc",
+    "_PyObject_Realloc",
+    "_PyMem_RawMalloc",
+    "_PyMem_RawRealloc",
+    "gc_alloc",
+    "_PyObject_GC_Alloc",
+    "_PyObject_GC_Malloc",
+    "_PyObject_GC_New",
+    "_PyObject_GC_NewVar",
+    "_PyObject_GC_Resize",
+    "_PyObject_New",
+    "_PyObject_NewVar",
+    "_PyType_AllocNoTrack",
+    "PyType_GenericAlloc",
+];
+
+/// Whether a block was made as a tuple, list, dict or float (the types
+/// with free lists): the first function after the allocators names one
+/// (`PyTuple_New`, `_PyTuple_Resize`, `PyList_New`, `dict_new`,
+/// `PyFloat_FromDouble`, ...).
+fn made_as_free_list_type(f: &Finding) -> bool {
+    let Some(maker) = f
+        .stack
+        .iter()
+        .filter_map(|fr| fr.function.as_deref())
+        .find(|n| !ALLOCATOR_FRAMES.contains(n))
+    else {
+        return false;
+    };
+    let m = maker.to_ascii_lowercase();
+    ["tuple", "list", "dict", "float"]
+        .iter()
+        .any(|t| m.contains(t))
+}
+
+/// When CPython's free lists were on (no checkpoints, or kept): a note on
+/// the lost `python` noise allocated by a free-list allocator, whose block
+/// may have been recycled and so carry an earlier owner's stack.
+pub fn recycled_note(findings: &[Finding]) -> Option<String> {
+    let (mut blocks, mut bytes) = (0u64, 0u64);
+    for f in findings.iter().filter(|f| {
+        !f.is_user()
+            && f.source.as_deref() == Some("python")
+            && matches!(
+                f.kind.as_str(),
+                "Leak_DefinitelyLost" | "Leak_IndirectlyLost"
+            )
+            && made_as_free_list_type(f)
+    }) {
+        blocks += f.blocks.unwrap_or(0);
+        bytes += f.direct_bytes.or(f.bytes).unwrap_or(0);
+    }
+    (blocks > 0).then(|| {
+        format!(
+            "{blocks} lost block{} ({bytes} bytes) in `python` noise were made as tuples, lists, dicts or floats, which CPython recycles through its free lists: a recycled block carries the allocation stack of its first owner, not of the code that leaked it; with checkpoints (pytest targets, or --per-test) leakgate turns the free lists off (README: CPython free lists and refcount leaks)",
+            if blocks == 1 { "" } else { "s" }
+        )
+    })
+}
+
+/// Tests whose lost blocks (definitely or indirectly lost) grew at every
+/// call, but only in `python` noise: nothing of yours grew there. That is
+/// how a missing `Py_DECREF` of an object made by Python code looks (the
+/// allocation stack holds only the interpreter): leakgate cannot name the
+/// line, so it says so, one note per test (not gated).
+fn python_only_growth<'a>(findings: impl Iterator<Item = &'a Finding>) -> Vec<String> {
+    #[derive(Default)]
+    struct Grew {
+        user: bool,
+        records: u64,
+        bytes: u64,
+        blocks: u64,
+    }
+    // Checkpoints of a service (kind `checkpoint`) are one sequence.
+    let name = |t: &TestShare| {
+        if t.kind == "checkpoint" {
+            "the checkpoint() calls".to_string()
+        } else {
+            t.test.clone()
+        }
+    };
+    let mut order: Vec<String> = Vec::new();
+    let mut by: HashMap<String, Grew> = HashMap::new();
+    for f in findings.filter(|f| f.is_leak()) {
+        let lost = matches!(
+            f.kind.as_str(),
+            "Leak_DefinitelyLost" | "Leak_IndirectlyLost"
+        );
+        let python = !f.is_user() && f.source.as_deref() == Some("python");
+        for t in f
+            .tests
+            .iter()
+            .filter(|t| matches!(t.kind.as_str(), "test" | "checkpoint"))
+        {
+            let key = name(t);
+            if !by.contains_key(&key) {
+                order.push(key.clone());
+            }
+            let g = by.entry(key).or_default();
+            if f.is_user() {
+                g.user = true;
+            } else if python && lost && t.growth.as_deref() == Some("per_call") {
+                let one = match t.repetitions.last() {
+                    Some(r) if t.kind == "test" => r.clone(),
+                    _ => f.per_call.clone().unwrap_or_default(),
+                };
+                g.records += 1;
+                g.bytes += one.bytes;
+                g.blocks += one.blocks;
+            }
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|k| {
+            let g = &by[&k];
+            (!g.user && g.records > 0).then(|| {
+                format!(
+                    "{k}: {} byte{} in {} block{} lost at every call, all allocated by the interpreter (`python` noise, {} finding{}) and none in your code: an object made by Python code whose reference an extension never releases (a missing Py_DECREF) leaks like this, and its allocation stack cannot name the line (README: CPython free lists and refcount leaks)",
+                    g.bytes,
+                    if g.bytes == 1 { "" } else { "s" },
+                    g.blocks,
+                    if g.blocks == 1 { "" } else { "s" },
+                    g.records,
+                    if g.records == 1 { "" } else { "s" },
+                )
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -709,6 +873,96 @@ mod tests {
         assert_eq!(m.kind, "test");
         assert_eq!(m.label, "t.py::a[<1>]");
         assert_eq!((m.rep, m.of), (Some(2), Some(3)));
+        assert_eq!(m.freelists, None);
         assert!(parse_marker("hello").is_none());
+        let m = parse_marker(
+            "leakgate-checkpoint {\"v\":1,\"kind\":\"start\",\"label\":\"collection\",\"freelists\":\"off\"}",
+        )
+        .unwrap();
+        assert_eq!(m.freelists.as_deref(), Some("off"));
+    }
+
+    /// A finding that grew by `per_rep` blocks of 56 bytes at each of two
+    /// repetitions of `test`.
+    fn grew(kind: &str, source: Option<&str>, test: &str, per_rep: u64) -> Finding {
+        let mut f = finding(kind, 112 * per_rep, 2 * per_rep);
+        if let Some(s) = source {
+            f.category = "noise".into();
+            f.source = Some(s.into());
+        }
+        let r = BytesBlocks {
+            bytes: 56 * per_rep,
+            blocks: per_rep,
+        };
+        f.tests = vec![TestShare {
+            test: test.into(),
+            kind: "test".into(),
+            bytes: 112 * per_rep,
+            blocks: 2 * per_rep,
+            repetitions: vec![r.clone(), r],
+            growth: Some("per_call".into()),
+            errors: 0,
+        }];
+        f
+    }
+
+    #[test]
+    fn recycled_note_counts_lost_python_blocks_from_free_list_allocators() {
+        let frame = |f: &str| crate::report::FrameOut {
+            function: Some(f.into()),
+            object: None,
+            file: None,
+            path: None,
+            line: None,
+            ip: None,
+            user: false,
+        };
+        let mut tuple = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
+        tuple.stack = vec![frame("malloc"), frame("gc_alloc"), frame("PyTuple_New")];
+        let mut resized = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
+        resized.stack = vec![
+            frame("realloc"),
+            frame("_PyObject_GC_Resize"),
+            frame("_PyTuple_Resize"),
+        ];
+        let mut other = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
+        other.stack = vec![frame("malloc"), frame("PyUnicode_New"), frame("PyList_New")];
+        let mut reachable = tuple.clone();
+        reachable.kind = "Leak_StillReachable".into();
+        let note = recycled_note(&[tuple, resized, other, reachable]).unwrap();
+        assert!(
+            note.starts_with("4 lost blocks (224 bytes) in `python` noise were made as tuples"),
+            "{note}"
+        );
+        assert_eq!(recycled_note(&[]), None);
+    }
+
+    #[test]
+    fn python_only_growth_is_noted_once_per_test() {
+        let fs = [
+            // t1: only the interpreter's blocks grow, in two findings.
+            grew("Leak_DefinitelyLost", Some("python"), "t1", 1),
+            grew("Leak_IndirectlyLost", Some("python"), "t1", 2),
+            // t2: python noise grows, but so does a leak of yours.
+            grew("Leak_DefinitelyLost", Some("python"), "t2", 1),
+            grew("Leak_PossiblyLost", None, "t2", 1),
+            // t3: reachable python noise (pytest's own bookkeeping) and
+            // another library's lost blocks: not notes.
+            grew("Leak_StillReachable", Some("python"), "t3", 1),
+            grew("Leak_DefinitelyLost", Some("system"), "t3", 1),
+        ];
+        let notes = python_only_growth(fs.iter());
+        assert_eq!(notes.len(), 1, "{notes:#?}");
+        assert!(
+            notes[0].starts_with(
+                "t1: 168 bytes in 3 blocks lost at every call, all allocated by the interpreter (`python` noise, 2 findings)"
+            ),
+            "{}",
+            notes[0]
+        );
+        // Growth seen once only (no --repeat) is not a note.
+        let mut once = grew("Leak_DefinitelyLost", Some("python"), "t4", 1);
+        once.tests[0].growth = Some("unknown".into());
+        assert!(python_only_growth([once].iter()).is_empty());
     }
 }

@@ -275,6 +275,14 @@ pub struct PerTestOut {
     pub repeat: u32,
     /// The tests that ran (node ids), in order.
     pub tests: Vec<String>,
+    /// CPython's free lists as the probe left them: `off` (every tuple,
+    /// list, dict and float is a fresh malloc), or why they stayed on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub free_lists: Option<String>,
+    /// What the checkpoints say beyond the findings (also in `notes`): tests
+    /// whose lost blocks grow at every call only in `python` noise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// One process' share of a finding.

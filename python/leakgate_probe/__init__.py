@@ -23,6 +23,11 @@ Use::
 
 The pytest plugin (``leakgate_probe.pytest_plugin``) takes a checkpoint
 after every test; ``leakgate run -- python -m pytest`` enables it.
+
+The first checkpoint under Valgrind also turns CPython's free lists off
+(``free_lists_off()``, which compiles ``freelists.c`` with ``cc``), so that a
+leaked tuple, list, dict or float carries the allocation stack of the code
+that made it, not of an earlier owner of its block.
 """
 
 import ctypes
@@ -37,6 +42,7 @@ __all__ = [
     "running_on_valgrind",
     "available",
     "marker_text",
+    "free_lists_off",
     "MARKER_PREFIX",
 ]
 
@@ -207,7 +213,7 @@ def available():
     return running_on_valgrind() > 0
 
 
-def marker_text(label, kind="checkpoint", rep=None, of=None, seq=None):
+def marker_text(label, kind="checkpoint", rep=None, of=None, seq=None, freelists=None):
     """The marker's text: the prefix and one line of JSON, XML-safe and
     free of ``%`` (it is Valgrind's printf format)."""
     d = {"v": 1, "kind": kind, "label": str(label)[:1000]}
@@ -217,6 +223,8 @@ def marker_text(label, kind="checkpoint", rep=None, of=None, seq=None):
         d["rep"] = rep
     if of is not None:
         d["of"] = of
+    if freelists is not None:
+        d["freelists"] = str(freelists)[:300]
     s = json.dumps(d, ensure_ascii=True, separators=(",", ":"))
     for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("%", "\\u0025")):
         s = s.replace(ch, esc)
@@ -229,6 +237,71 @@ def _printf(text):
     _request(_PRINTF_VALIST_BY_REF, ctypes.addressof(fmt), ctypes.addressof(dummy))
 
 
+_freelists = None  # "off", or why they stay on; None: not tried yet
+
+
+def _compile_freelists(d):
+    import shutil
+    import subprocess
+    import sysconfig
+
+    cc = os.environ.get("CC", "").split() or [shutil.which("cc") or shutil.which("gcc") or ""]
+    if not cc[0]:
+        raise OSError("no C compiler")
+    paths = sysconfig.get_paths()
+    incs = {paths.get("include"), paths.get("platinclude"), sysconfig.get_config_var("INCLUDEPY")}
+    incs = [i for i in incs if i]
+    if not any(os.path.exists(os.path.join(i, "Python.h")) for i in incs):
+        raise OSError("no Python.h (install the Python development headers)")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "freelists.c")
+    # "libpython" in the name: leakgate counts the wrappers as interpreter frames.
+    lib = os.path.join(d, "libpython-leakgate-freelists.so")
+    cmd = cc + ["-shared", "-fPIC", "-O1", "-g"] + ["-I" + i for i in incs] + ["-o", lib, src]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if r.returncode != 0:
+        raise OSError("cc failed: " + r.stdout.decode(errors="replace").strip()[-200:])
+    return lib
+
+
+def free_lists_off():
+    """Stops CPython from recycling tuples, lists, dicts and floats through
+    its free lists (``freelists.c``), so that every such object is a fresh
+    malloc and Memcheck reports a leaked one with the stack of the code that
+    made it. Runs once (later calls return the first answer); returns "off"
+    or the reason they stay on. ``LEAKGATE_FREE_LISTS=keep`` keeps them."""
+    global _freelists
+    if _freelists is not None:
+        return _freelists
+    if os.environ.get("LEAKGATE_FREE_LISTS", "off") == "keep":
+        _freelists = "kept (LEAKGATE_FREE_LISTS=keep)"
+        return _freelists
+    if sys.implementation.name != "cpython":
+        _freelists = "kept (not CPython)"
+        return _freelists
+    import sysconfig
+
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        _freelists = "kept (free-threaded build)"
+        return _freelists
+    import shutil
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="leakgate-freelists-")
+    try:
+        lib = ctypes.PyDLL(_compile_freelists(d))
+        lib.leakgate_freelists_off.restype = ctypes.c_int
+        lib.leakgate_freelists_off()
+        _keep.append(lib)
+        _freelists = "off"
+    except Exception as e:  # no compiler, no headers: free lists stay on
+        _freelists = "kept (%s)" % (str(e).splitlines() or [type(e).__name__])[0][:200]
+        sys.stderr.write("leakgate_probe: CPython free lists stay on: %s\n" % _freelists)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)  # the loaded library stays mapped
+    gc.collect()  # a full collection empties the free lists
+    return _freelists
+
+
 def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True):
     """Marks a point of the run and takes a leak snapshot there.
 
@@ -237,14 +310,23 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True):
     first, so that objects only waiting for it are not counted. A ``start``
     checkpoint takes a silent baseline instead (a summary leak check: the
     heap as it is then is not listed, later snapshots show what changed
-    since). Returns whether a snapshot was taken (False without Valgrind)."""
+    since). The first call also turns CPython's free lists off
+    (``free_lists_off()``). Returns whether a snapshot was taken (False
+    without Valgrind)."""
     global _seq
     if not available():
         return False
+    first = _freelists is None
+    if first:
+        free_lists_off()
     if collect:
         gc.collect()
     _seq += 1
-    _printf(marker_text(label, kind=kind, rep=rep, of=of, seq=_seq))
+    _printf(
+        marker_text(
+            label, kind=kind, rep=rep, of=of, seq=_seq, freelists=_freelists if first else None
+        )
+    )
     if kind == "start":
         _request(_DO_LEAK_CHECK, _LEAK_CHECK_SUMMARY, _DELTA_ANY)
     else:

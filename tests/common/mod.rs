@@ -194,7 +194,7 @@ pub fn build_python_ext(kind: &str, out_dir: &Path) -> PathBuf {
 /// [`build_python_ext`] with an explicit interpreter.
 pub fn build_python_ext_with(py: &Path, kind: &str, out_dir: &Path) -> PathBuf {
     assert!(
-        matches!(kind, "cpython" | "pybind11"),
+        matches!(kind, "cpython" | "pybind11" | "freelists"),
         "unknown extension kind {kind:?}"
     );
     let src_dir = programs_dir().join(kind);
