@@ -522,7 +522,7 @@ impl Attributor {
 
     /// Attributes one record.
     pub fn attribute(&mut self, rec: &Record) -> Attribution {
-        let mut att = self.attribute_stack(&rec.stack);
+        let mut att = self.attribute_stack(&rec.stack, crate::policy::is_fd_kind(&rec.kind));
         match att.source {
             None => {
                 // An uninitialised value the interpreter made is not the
@@ -573,7 +573,7 @@ impl Attributor {
         None
     }
 
-    fn attribute_stack(&mut self, stack: &[Frame]) -> Attribution {
+    fn attribute_stack(&mut self, stack: &[Frame], fd_kind: bool) -> Attribution {
         // Pass 1: per-frame facts.
         let mut facts = Vec::with_capacity(stack.len());
         let mut root_hit = false;
@@ -611,7 +611,6 @@ impl Attributor {
         let root_mode = !self.spec.roots.is_empty() && root_hit;
         let mut roles = Vec::with_capacity(stack.len());
         let mut below_main = false;
-        let fd_kind = crate::policy::is_fd_kind(&rec.kind);
         for (f, (class, user_obj, src)) in stack.iter().zip(&facts) {
             // Frames below main never decide, nor does anything outside them
             // (with --show-below-main=yes Valgrind unwinds past `_start` into
