@@ -260,7 +260,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         crate::ci::policy(&a.report, !a.ignore_target_exit),
     )?;
     let suppressor = load_suppressions(&a.report)?;
-    let gen_supp = crate::generate::RunWriter::new(
+    let mut gen_supp = crate::generate::RunWriter::new(
         a.write_suppressions.as_deref(),
         &a.write_suppressions_kinds,
         &suppressor,
@@ -303,7 +303,7 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
         ..RunConfig::new(a.cmd.clone())
     };
     let mut out = run::run(&cfg)?;
-    if let Some(g) = &gen_supp {
+    if let Some(g) = &mut gen_supp {
         g.set_target(out.valgrind_version.as_deref());
     }
     out.analysing();

@@ -44,7 +44,7 @@ use crate::model::{Frame, ProcessInfo, Record};
 use crate::suppress::{
     LeakKind, LeakKindSet, MatchOutcome, RecordKind, Suppressor, Verdict, parse, record_kind,
 };
-use crate::versions::VgVersion;
+use crate::versions::{FD_ERRORS_IN_XML, VgVersion};
 
 /// Valgrind's default `--num-callers`: a suppression with more location
 /// lines is truncated there (and so becomes wider), so rules stay within it.
@@ -173,6 +173,13 @@ impl GKind {
             RecordKind::BadSize if target.at_least(3, 26) => plain("UnsafeZeroSize"),
             RecordKind::BadSize if target.at_least(3, 22) => plain("BadSize"),
             RecordKind::SizeMismatch if target.at_least(3, 22) => plain("SizeMismatch"),
+            RecordKind::Other { tool, kind }
+                if tool == "CoreError"
+                    && crate::policy::is_fd_kind(kind)
+                    && target.at_least(FD_ERRORS_IN_XML.0, FD_ERRORS_IN_XML.1) =>
+            {
+                plain(&format!("CoreError:{kind}"))
+            }
             RecordKind::AlignMismatch if target.at_least(3, 22) => plain("AlignMismatch"),
             RecordKind::Addr(n) => plain(&format!("Addr{n}")),
             RecordKind::Value(n) => plain(&format!("Value{n}")),
@@ -213,7 +220,9 @@ impl GKind {
                 v.reverse();
                 v.join("+")
             }
-            GKind::Other { name, .. } => name.clone(),
+            GKind::Other { name, .. } => {
+                name.strip_prefix("CoreError:").unwrap_or(name).to_string()
+            }
         }
     }
 }
@@ -261,7 +270,11 @@ impl GenRule {
     }
 
     fn text(&self, name: &str) -> String {
-        let mut s = format!("{{\n   {name}\n   Memcheck:");
+        // Descriptor kinds are core errors: `CoreError:KIND`, no tool prefix.
+        let core =
+            matches!(&self.kind, GKind::Other { name, .. } if name.starts_with("CoreError:"));
+        let tool = if core { "" } else { "Memcheck:" };
+        let mut s = format!("{{\n   {name}\n   {tool}");
         match &self.kind {
             GKind::Leak(set) => {
                 let _ = write!(s, "Leak\n   match-leak-kinds: {set}\n");
@@ -1262,11 +1275,18 @@ impl RunWriter {
         }))
     }
 
-    /// Writes for the Valgrind that ran (its `--version`), before the
-    /// analysis starts.
-    pub fn set_target(&self, version: Option<&str>) {
+    /// Writes for the Valgrind that ran (its `--version`): called before
+    /// the analysis starts, it makes the generator (and the observer, which
+    /// holds its own copy of the options) afresh for that version.
+    pub fn set_target(&mut self, version: Option<&str>) {
         if let Some(v) = version.and_then(VgVersion::parse) {
-            self.generator.lock().expect("generator lock").opts.target = Some(v);
+            let (generator, observer) = Generator::shared(GenOptions {
+                kinds: self.kinds,
+                include_user: false,
+                target: Some(v),
+            });
+            self.generator = generator;
+            self.observer = observer;
         }
     }
 

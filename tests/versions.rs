@@ -507,10 +507,15 @@ fn interpreter_descriptors_are_noise() {
     .unwrap();
     for (v, vg) in vgs.iter().filter(|(v, _)| v.as_str() >= "3.23") {
         let (_, plain, _) = run(&dir, Some(vg), &[], &[py.to_str().unwrap(), "test.py"]);
+        let gen_file = dir.join(format!("fd-{v}.supp"));
         let (code, fds, err) = run(
             &dir,
             Some(vg),
-            &["--track-fds"],
+            &[
+                "--track-fds",
+                "--write-suppressions",
+                gen_file.to_str().unwrap(),
+            ],
             &[py.to_str().unwrap(), "fdtest.py"],
         );
         assert_eq!(code, 1, "{v}: {err}");
@@ -534,6 +539,25 @@ fn interpreter_descriptors_are_noise() {
                 .unwrap()
                 .contains("/dev/null")
         );
+        // The generated file covers it with a CoreError rule Valgrind applies.
+        let text = std::fs::read_to_string(&gen_file).unwrap();
+        assert!(text.contains("CoreError:FdNotClosed"), "{v}:\n{text}");
+        let supp_arg = format!("--valgrind-arg=--suppressions={}", gen_file.display());
+        let (code, after, err) = run(
+            &dir,
+            Some(vg),
+            &["--track-fds", &supp_arg],
+            &[py.to_str().unwrap(), "fdtest.py"],
+        );
+        assert_eq!(code, 1, "{v}: {err}");
+        assert!(
+            !after["summary"]["records_by_kind"]
+                .to_string()
+                .contains("FdNotClosed"),
+            "{v}: {}",
+            after["summary"]["records_by_kind"]
+        );
+        assert_eq!(user_summary(&after), user_summary(&plain), "{v}");
     }
 }
 
