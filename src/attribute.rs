@@ -642,7 +642,15 @@ impl Attributor {
             match *r {
                 Role::Skip => {}
                 Role::PassThrough(s) => {
-                    if first_pass.is_none() {
+                    // For a descriptor, libc's open/close wrappers only act
+                    // for their caller: the label is the first library
+                    // after them (the interpreter's `os.open`, say).
+                    let replace = match first_pass {
+                        None => true,
+                        Some((_, Source::System)) => fd_kind && s != Source::System,
+                        Some(_) => false,
+                    };
+                    if replace {
                         first_pass = Some((i, s));
                     }
                 }
@@ -1002,6 +1010,30 @@ mod tests {
             fr(ext, "make", Some(("/tmp/b/src", "ext.c", 3))),
         ]);
         assert!(att.attribute(&rec).is_user());
+    }
+
+    #[test]
+    fn a_descriptor_the_interpreter_opened_is_python_noise() {
+        let (_dir, mut att) = checkout();
+        let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+        let rec = Record {
+            kind: "FdNotClosed".into(),
+            stack: vec![
+                fr(libc, "open", None),
+                fr(LIBPY, "os_open_impl", None),
+                fr(LIBPY, "_PyEval_EvalFrameDefault", None),
+            ],
+            ..Record::default()
+        };
+        let a = att.attribute(&rec);
+        assert_eq!(a.source, Some(Source::Python));
+        assert_eq!(a.owner, Some(1));
+        // Other kinds keep the innermost pass-through frame's label.
+        let rec = Record {
+            kind: "Leak_DefinitelyLost".into(),
+            ..rec
+        };
+        assert_eq!(att.attribute(&rec).source, Some(Source::System));
     }
 
     #[test]

@@ -533,6 +533,10 @@ fn interpreter_descriptors_are_noise() {
             .collect();
         assert_eq!(fd_noise.len(), 1, "{v}: the interpreter's descriptor");
         assert_eq!(fd_noise[0]["category"], "noise");
+        assert_eq!(
+            fd_noise[0]["source"], "python",
+            "{v}: labelled by os.open's library"
+        );
         assert!(
             fd_noise[0]["message"]
                 .as_str()
