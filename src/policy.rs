@@ -26,7 +26,7 @@ pub const LEAK_KINDS: [&str; 4] = [
 ];
 
 /// Memcheck's error kinds (protocol 4-6) and leakgate's `FatalSignal`.
-pub const ERROR_KINDS: [&str; 21] = [
+pub const ERROR_KINDS: [&str; 20] = [
     "InvalidFree",
     "MismatchedFree",
     "InvalidRead",
@@ -42,7 +42,6 @@ pub const ERROR_KINDS: [&str; 21] = [
     "ReallocSizeZero",
     "InvalidAlignment",
     "InvalidSizeAndAlignment",
-    "InvalidAlignment",
     "InvalidSize",
     "MismatchedAllocateDeallocateSize",
     "MismatchedAllocateDeallocateAlignment",
