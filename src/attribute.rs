@@ -226,38 +226,45 @@ fn is_allocator_name(f: &str) -> bool {
         || f.starts_with("_ZdaPv")
 }
 
-/// CPython's allocation functions that hand (possibly) uninitialised memory
-/// to their caller: in an origin stack the caller made the value, not them.
-const PYTHON_ALLOCATION_API: &[&str] = &[
+/// CPython's object and memory allocators: what a block's allocation stack
+/// passes through between libc's `malloc` and the function that made the
+/// object. Shared with the free-list note (`checkpoints::recycled_note`).
+pub(crate) const CPYTHON_ALLOCATORS: &[&str] = &[
     "PyMem_Malloc",
     "PyMem_Calloc",
     "PyMem_Realloc",
-    "PyMem_RawMalloc",
-    "PyMem_RawCalloc",
-    "PyMem_RawRealloc",
     "_PyMem_RawMalloc",
-    "_PyMem_RawCalloc",
     "_PyMem_RawRealloc",
     "PyObject_Malloc",
     "PyObject_Calloc",
     "PyObject_Realloc",
     "_PyObject_Malloc",
-    "_PyObject_Calloc",
     "_PyObject_Realloc",
-    "pymalloc_alloc",
-    "pymalloc_realloc",
     "_PyObject_New",
     "_PyObject_NewVar",
-    "PyObject_Init",
-    "PyObject_InitVar",
     "_PyObject_GC_New",
     "_PyObject_GC_NewVar",
     "_PyObject_GC_Resize",
     "_PyObject_GC_Malloc",
-    "_PyObject_GC_Calloc",
     "gc_alloc",
     "PyType_GenericAlloc",
     "_PyType_AllocNoTrack",
+];
+
+/// Beyond [`CPYTHON_ALLOCATORS`]: CPython's allocation functions that hand
+/// (possibly) uninitialised memory to their caller: in an origin stack the
+/// caller made the value, not them.
+const PYTHON_ALLOCATION_API: &[&str] = &[
+    "PyMem_RawMalloc",
+    "PyMem_RawCalloc",
+    "PyMem_RawRealloc",
+    "_PyMem_RawCalloc",
+    "_PyObject_Calloc",
+    "pymalloc_alloc",
+    "pymalloc_realloc",
+    "PyObject_Init",
+    "PyObject_InitVar",
+    "_PyObject_GC_Calloc",
     "PyBytes_FromStringAndSize",
     "_PyBytes_FromSize",
     "_PyBytes_Resize",
@@ -270,7 +277,8 @@ const PYTHON_ALLOCATION_API: &[&str] = &[
 ];
 
 fn is_python_allocation_api(f: &str) -> bool {
-    PYTHON_ALLOCATION_API.contains(&f)
+    CPYTHON_ALLOCATORS.contains(&f)
+        || PYTHON_ALLOCATION_API.contains(&f)
         || f.starts_with("_PyMem_Debug")
         || f.starts_with("_PyBytesWriter_")
         || f.starts_with("_PyUnicodeWriter_")

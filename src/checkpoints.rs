@@ -605,33 +605,12 @@ pub fn resolve(
     })
 }
 
-/// Allocator functions (libc, Memcheck's replacements, CPython's object
-/// allocators) skipped to find the function that made a block.
-const ALLOCATOR_FRAMES: &[&str] = &[
-    "malloc",
-    "calloc",
-    "realloc",
-    "PyObject_Malloc",
-    "PyObject_Calloc",
-    "PyObject_Realloc",
-    "PyMem_Malloc",
-    "PyMem_Calloc",
-    "PyMem_Realloc",
-    "_PyObject_Malloc",
-    "_PyObject_Realloc",
-    "_PyMem_RawMalloc",
-    "_PyMem_RawRealloc",
-    "gc_alloc",
-    "_PyObject_GC_Alloc",
-    "_PyObject_GC_Malloc",
-    "_PyObject_GC_New",
-    "_PyObject_GC_NewVar",
-    "_PyObject_GC_Resize",
-    "_PyObject_New",
-    "_PyObject_NewVar",
-    "_PyType_AllocNoTrack",
-    "PyType_GenericAlloc",
-];
+/// Allocator functions (libc's, as Memcheck replaces them, and CPython's
+/// object allocators) skipped to find the function that made a block.
+fn is_allocator_frame(name: &str) -> bool {
+    matches!(name, "malloc" | "calloc" | "realloc" | "_PyObject_GC_Alloc")
+        || crate::attribute::CPYTHON_ALLOCATORS.contains(&name)
+}
 
 /// Whether a block was made as a tuple, list, dict or float (the types
 /// with free lists): the first function after the allocators names one
@@ -642,7 +621,7 @@ fn made_as_free_list_type(f: &Finding) -> bool {
         .stack
         .iter()
         .filter_map(|fr| fr.function.as_deref())
-        .find(|n| !ALLOCATOR_FRAMES.contains(n))
+        .find(|n| !is_allocator_frame(n))
     else {
         return false;
     };
