@@ -280,19 +280,9 @@ mod tests {
                     user: true,
                 },
             ],
-            origin: None,
             pids: vec![1],
             records: 1,
-            aux: vec![],
-            gated: None,
-            baseline: None,
-            processes: Vec::new(),
-            inherited_by: Vec::new(),
-            advice: None,
-            reason: None,
-            tests: Vec::new(),
-            growth: None,
-            per_call: None,
+            ..Finding::default()
         }
     }
 

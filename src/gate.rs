@@ -442,31 +442,14 @@ mod tests {
         )];
         stack.extend(objects.iter().map(|o| frame("f", o)));
         Finding {
-            fingerprint: String::new(),
             kind: kind.into(),
             category: if source == "user" { "user" } else { "noise" }.into(),
             source: (source != "user").then(|| source.into()),
-            message: String::new(),
-            bytes: None,
-            direct_bytes: None,
-            blocks: None,
             count: 1,
-            location: None,
-            source_line: None,
             stack,
-            origin: None,
             pids: vec![1],
             records,
-            aux: vec![],
-            gated: None,
-            baseline: None,
-            processes: Vec::new(),
-            inherited_by: Vec::new(),
-            advice: None,
-            reason: None,
-            tests: Vec::new(),
-            growth: None,
-            per_call: None,
+            ..Finding::default()
         }
     }
 

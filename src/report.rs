@@ -162,7 +162,7 @@ pub struct FrameOut {
     pub user: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Finding {
     /// Stable hex id: kind + function names of the user/owner frames.
     pub fingerprint: String,
