@@ -10,7 +10,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
@@ -127,35 +127,6 @@ fn accepted(supp: &Path) -> usize {
     text.lines().filter(|l| *l == "{").count()
 }
 
-/// Runs `cmd` under plain Valgrind (as leakgate would, default below-main
-/// mode) with `supp`; returns the XML directory.
-fn valgrind_with(dir: &Path, cmd: &[&str], supp: &Path, label: &str) -> PathBuf {
-    let b_dir = dir.join(format!("{label}-b"));
-    std::fs::create_dir_all(&b_dir).unwrap();
-    let st = Command::new("valgrind")
-        .current_dir(dir)
-        .env("PYTHONHASHSEED", "0")
-        .env("PYTHONMALLOC", "malloc")
-        .args([
-            "--tool=memcheck",
-            "--leak-check=full",
-            "--track-origins=yes",
-            "--xml=yes",
-            "--gen-suppressions=all",
-            "--num-callers=40",
-            "--show-leak-kinds=definite,indirect,possible",
-            "--error-limit=no",
-        ])
-        .arg(format!("--xml-file={}/vg.%p.xml", b_dir.display()))
-        .arg(format!("--log-file={}/vg.%p.log", b_dir.display()))
-        .arg(format!("--suppressions={}", supp.display()))
-        .args(cmd)
-        .output()
-        .unwrap();
-    assert!(st.status.code().is_some(), "{label}: valgrind killed");
-    b_dir
-}
-
 /// Run A (no suppressions, raw XML kept) → generate → check post hoc and
 /// under Valgrind. `extra` are extra `suppress` options; `via_run` makes
 /// run A write the file itself (`--write-suppressions`).
@@ -216,7 +187,8 @@ fn round_trip(dir: &Path, cmd: &[&str], label: &str, extra: &[&str], via_run: bo
 
     let before = analyze(dir, &a_dir, None);
     let post_hoc = analyze(dir, &a_dir, Some(&supp));
-    let b_dir = valgrind_with(dir, cmd, &supp, label);
+    let b_dir = dir.join(format!("{label}-b"));
+    common::valgrind_with_suppressions(None, dir, &b_dir, &supp, cmd, label);
     let under_vg = analyze(dir, &b_dir, None);
     let include_user = extra.contains(&"--include-user");
     for (what, r) in [("post hoc", &post_hoc), ("valgrind", &under_vg)] {

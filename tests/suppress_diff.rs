@@ -8,47 +8,9 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
-
-/// (kind, fingerprint, line) → (records, bytes)
-type Survivors = BTreeMap<(String, String, u64), (u64, u64)>;
-
-fn survivors(r: &Value) -> Survivors {
-    let mut m = Survivors::new();
-    for f in r["findings"].as_array().unwrap() {
-        let key = (
-            f["kind"].as_str().unwrap().to_string(),
-            f["fingerprint"].as_str().unwrap().to_string(),
-            f["location"]["line"].as_u64().unwrap_or(0),
-        );
-        let e = m.entry(key).or_default();
-        e.0 += f["records"].as_u64().unwrap();
-        e.1 += f["bytes"].as_u64().unwrap_or(0);
-    }
-    m
-}
-
-fn analyze(dir: &Path, paths: &[&Path], supp: Option<&Path>) -> Value {
-    let mut c = Command::new(common::leakgate_bin());
-    c.current_dir(dir)
-        .args(["analyze", "--format", "json", "--no-bundled-suppressions"]);
-    if let Some(s) = supp {
-        c.arg("--suppressions").arg(s);
-    }
-    let out = c.args(paths).output().unwrap();
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "analyze failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// Runs `cmd` in `dir` both ways; returns (records suppressed post hoc).
 fn differential(dir: &Path, cmd: &[&str], supp_text: &str, label: &str) -> u64 {
     let supp = dir.join(format!("{label}.supp"));
     std::fs::write(&supp, supp_text).unwrap();
@@ -86,30 +48,10 @@ fn differential(dir: &Path, cmd: &[&str], supp_text: &str, label: &str) -> u64 {
     // B: plain valgrind with the suppression file, as leakgate would run it
     // but in Valgrind's default (not --show-below-main) mode.
     let b_dir = dir.join(format!("{label}-b"));
-    std::fs::create_dir_all(&b_dir).unwrap();
-    let mut b = Command::new("valgrind");
-    b.current_dir(dir)
-        .env("PYTHONHASHSEED", "0")
-        .env("PYTHONMALLOC", "malloc")
-        .args([
-            "--tool=memcheck",
-            "--leak-check=full",
-            "--track-origins=yes",
-            "--xml=yes",
-            "--gen-suppressions=all",
-            "--num-callers=40",
-            "--show-leak-kinds=definite,indirect,possible",
-            "--error-limit=no",
-        ])
-        .arg(format!("--xml-file={}/vg.%p.xml", b_dir.display()))
-        .arg(format!("--log-file={}/vg.%p.log", b_dir.display()))
-        .arg(format!("--suppressions={}", supp.display()))
-        .args(cmd);
-    let st = b.output().unwrap();
-    assert!(st.status.code().is_some(), "{label}: valgrind B killed");
+    common::valgrind_with_suppressions(None, dir, &b_dir, &supp, cmd, &format!("{label} B"));
 
-    let post_hoc = analyze(dir, &[&a_dir], Some(&supp));
-    let valgrind = analyze(dir, &[&b_dir], None);
+    let post_hoc = common::analyze_json(dir, &[&a_dir], Some(&supp));
+    let valgrind = common::analyze_json(dir, &[&b_dir], None);
     let undecidable = post_hoc["summary"]["suppressed"]["undecidable"]
         .as_u64()
         .unwrap();
@@ -118,7 +60,7 @@ fn differential(dir: &Path, cmd: &[&str], supp_text: &str, label: &str) -> u64 {
         "{label}: records the XML cannot decide (not agreement): {}",
         post_hoc["summary"]["suppressed"]["undecidable_by_suppression"]
     );
-    let (p, v) = (survivors(&post_hoc), survivors(&valgrind));
+    let (p, v) = (common::survivors(&post_hoc), common::survivors(&valgrind));
     if p != v {
         let only_p: Vec<_> = p.iter().filter(|(k, x)| v.get(*k) != Some(x)).collect();
         let only_v: Vec<_> = v.iter().filter(|(k, x)| p.get(*k) != Some(x)).collect();

@@ -20,7 +20,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -281,64 +280,6 @@ fn per_test_pytest_checkpoints() {
     }
 }
 
-/// Survivors of a report: (kind, fingerprint, line) → (records, bytes).
-fn survivors(r: &Value) -> BTreeMap<(String, String, u64), (u64, u64)> {
-    let mut m = BTreeMap::new();
-    for f in r["findings"].as_array().unwrap() {
-        let key = (
-            f["kind"].as_str().unwrap().to_string(),
-            f["fingerprint"].as_str().unwrap().to_string(),
-            f["location"]["line"].as_u64().unwrap_or(0),
-        );
-        let e: &mut (u64, u64) = m.entry(key).or_default();
-        e.0 += f["records"].as_u64().unwrap();
-        e.1 += f["bytes"].as_u64().unwrap_or(0);
-    }
-    m
-}
-
-fn analyze(dir: &Path, input: &Path, supp: Option<&Path>) -> Value {
-    let mut c = Command::new(common::leakgate_bin());
-    c.current_dir(dir)
-        .args(["analyze", "--format", "json", "--no-bundled-suppressions"]);
-    if let Some(s) = supp {
-        c.arg("--suppressions").arg(s);
-    }
-    let out = c.arg(input).output().unwrap();
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "analyze: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// Valgrind `vg` itself with `--suppressions=SUPP`, XML into `out`.
-fn valgrind_with(vg: Option<&Path>, dir: &Path, out: &Path, supp: &Path, cmd: &[&str]) {
-    std::fs::create_dir_all(out).unwrap();
-    let st = common::valgrind_command(vg)
-        .current_dir(dir)
-        .env("PYTHONMALLOC", "malloc")
-        .env("PYTHONHASHSEED", "0")
-        .args([
-            "--tool=memcheck",
-            "--leak-check=full",
-            "--track-origins=yes",
-            "--xml=yes",
-            "--gen-suppressions=all",
-            "--num-callers=40",
-            "--show-leak-kinds=definite,indirect,possible",
-            "--error-limit=no",
-        ])
-        .arg(format!("--xml-file={}/vg.%p.xml", out.display()))
-        .arg(format!("--log-file={}/vg.%p.log", out.display()))
-        .arg(format!("--suppressions={}", supp.display()))
-        .args(cmd)
-        .output()
-        .unwrap();
-    assert!(st.status.code().is_some(), "valgrind killed");
-}
-
 #[test]
 fn suppression_differential() {
     let Some(vgs) = versions() else { return };
@@ -370,9 +311,16 @@ fn suppression_differential() {
             let (code, _, err) = run(dir, vg.as_deref(), &args, &[exe.to_str().unwrap()]);
             assert!(matches!(code, 0 | 1), "{label}: {err}");
             let b = dir.join(format!("{label}-b"));
-            valgrind_with(vg.as_deref(), dir, &b, &supp, &[exe.to_str().unwrap()]);
-            let post_hoc = analyze(dir, &keep, Some(&supp));
-            let valgrind = analyze(dir, &b, None);
+            common::valgrind_with_suppressions(
+                vg.as_deref(),
+                dir,
+                &b,
+                &supp,
+                &[exe.to_str().unwrap()],
+                &label,
+            );
+            let post_hoc = common::analyze_json(dir, &[&keep], Some(&supp));
+            let valgrind = common::analyze_json(dir, &[&b], None);
             assert_eq!(
                 post_hoc["summary"]["suppressed"]["undecidable"], 0,
                 "{label}"
@@ -384,7 +332,11 @@ fn suppression_differential() {
                     > 0,
                 "{label}: the rules suppress something"
             );
-            assert_eq!(survivors(&post_hoc), survivors(&valgrind), "{label}");
+            assert_eq!(
+                common::survivors(&post_hoc),
+                common::survivors(&valgrind),
+                "{label}"
+            );
         }
     }
 }
@@ -820,14 +772,18 @@ fn descriptor_suppressions_agree_with_valgrind() {
             .output()
             .unwrap();
         assert!(st.status.success(), "{v}: valgrind with {}", supp.display());
-        let post_hoc = analyze(dir, &keep, Some(&supp));
-        let valgrind = analyze(dir, &b, None);
+        let post_hoc = common::analyze_json(dir, &[&keep], Some(&supp));
+        let valgrind = common::analyze_json(dir, &[&b], None);
         assert_eq!(
             post_hoc["summary"]["suppressed"]["records"], 1,
             "{v}: {:#}",
             post_hoc["summary"]
         );
-        assert_eq!(survivors(&post_hoc), survivors(&valgrind), "{v}");
+        assert_eq!(
+            common::survivors(&post_hoc),
+            common::survivors(&valgrind),
+            "{v}"
+        );
         let kinds: Vec<&str> = valgrind["findings"]
             .as_array()
             .unwrap()

@@ -397,3 +397,77 @@ pub fn valgrind_command(vg: Option<&Path>) -> Command {
         }
     }
 }
+
+/// Surviving records of a report, to compare two reports record for
+/// record: (kind, fingerprint, line) → (records, bytes).
+pub type Survivors = std::collections::BTreeMap<(String, String, u64), (u64, u64)>;
+
+/// The [`Survivors`] of a JSON report.
+pub fn survivors(r: &serde_json::Value) -> Survivors {
+    let mut m = Survivors::new();
+    for f in r["findings"].as_array().unwrap() {
+        let key = (
+            f["kind"].as_str().unwrap().to_string(),
+            f["fingerprint"].as_str().unwrap().to_string(),
+            f["location"]["line"].as_u64().unwrap_or(0),
+        );
+        let e = m.entry(key).or_default();
+        e.0 += f["records"].as_u64().unwrap();
+        e.1 += f["bytes"].as_u64().unwrap_or(0);
+    }
+    m
+}
+
+/// `leakgate analyze --format json --no-bundled-suppressions
+/// [--suppressions SUPP] PATHS` in `dir`: the report (exit 0 or 1 required).
+pub fn analyze_json(dir: &Path, paths: &[&Path], supp: Option<&Path>) -> serde_json::Value {
+    let mut c = Command::new(leakgate_bin());
+    c.current_dir(dir)
+        .args(["analyze", "--format", "json", "--no-bundled-suppressions"]);
+    if let Some(s) = supp {
+        c.arg("--suppressions").arg(s);
+    }
+    let out = c.args(paths).output().unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "analyze failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Runs `cmd` in `dir` under plain Valgrind (`vg`, else the one on PATH)
+/// with the options `leakgate run` uses, in Valgrind's default (not
+/// --show-below-main) mode, and `--suppressions=SUPP` (Valgrind's own
+/// matcher); its XML goes into `out` (created). Panics if Valgrind was killed.
+pub fn valgrind_with_suppressions(
+    vg: Option<&Path>,
+    dir: &Path,
+    out: &Path,
+    supp: &Path,
+    cmd: &[&str],
+    label: &str,
+) {
+    fs::create_dir_all(out).unwrap();
+    let st = valgrind_command(vg)
+        .current_dir(dir)
+        .env("PYTHONHASHSEED", "0")
+        .env("PYTHONMALLOC", "malloc")
+        .args([
+            "--tool=memcheck",
+            "--leak-check=full",
+            "--track-origins=yes",
+            "--xml=yes",
+            "--gen-suppressions=all",
+            "--num-callers=40",
+            "--show-leak-kinds=definite,indirect,possible",
+            "--error-limit=no",
+        ])
+        .arg(format!("--xml-file={}/vg.%p.xml", out.display()))
+        .arg(format!("--log-file={}/vg.%p.log", out.display()))
+        .arg(format!("--suppressions={}", supp.display()))
+        .args(cmd)
+        .output()
+        .unwrap();
+    assert!(st.status.code().is_some(), "{label}: valgrind killed");
+}
