@@ -175,10 +175,10 @@ pub struct PolicyArgs {
     #[arg(
         long,
         value_name = "LIST",
-        default_value = crate::policy::DEFAULT_FAIL_ON,
-        value_parser = crate::policy::parse_fail_on
+        default_value = crate::gate::policy::DEFAULT_FAIL_ON,
+        value_parser = crate::gate::policy::parse_fail_on
     )]
-    pub fail_on: crate::policy::FailOn,
+    pub fail_on: crate::gate::policy::FailOn,
     /// Gated leaks fail only when their bytes in your code (direct bytes, new findings) exceed N.
     #[arg(long, value_name = "N")]
     pub max_leaked_bytes: Option<u64>,

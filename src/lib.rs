@@ -3,25 +3,17 @@
 //! noise, gate CI on them and report.
 //!
 //! The pipeline is one-way, one module per stage:
-//! [`run`] → [`parse`] → [`attribute`] → [`suppress`] → [`gate`] → [`render`],
-//! with [`analysis`] folding records into findings, [`checkpoints`] tying
-//! mid-run leak snapshots to the tests (checkpoints) they grew in, and
-//! [`app`] wiring the command line to it.
+//! [`run`] → [`parse`] → [`analyze`] (attribution, aggregation, processes,
+//! checkpoints; [`suppress`] is applied there) → [`gate`] → [`render`], with
+//! [`commands`] building each subcommand's configuration and outputs.
 
-pub mod analysis;
-pub mod app;
-pub mod attribute;
-pub mod baseline;
-pub mod checkpoints;
-pub mod ci;
+pub mod analyze;
 pub mod cli;
+pub mod commands;
 pub mod gate;
-pub mod generate;
-pub mod manual;
 pub mod model;
 pub mod parse;
-pub mod policy;
-pub mod processes;
+pub mod probe;
 pub mod render;
 pub mod report;
 pub mod run;

@@ -1,5 +1,5 @@
 //! The `leakgate` binary: everything lives in the library; see `app.rs`.
 
 fn main() {
-    std::process::exit(leakgate::app::main_exit());
+    std::process::exit(leakgate::commands::main_exit());
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::attribute::Location;
+use crate::analyze::attribute::Location;
 use crate::model::ExitStatus;
 
 pub const SCHEMA_VERSION: u32 = 1;

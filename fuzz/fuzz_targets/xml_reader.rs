@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use leakgate::analysis::{Aggregator, check_conservation};
-use leakgate::attribute::{Attributor, UserSpec};
+use leakgate::analyze::{Aggregator, check_conservation};
+use leakgate::analyze::attribute::{Attributor, UserSpec};
 use leakgate::parse::{Interner, parse_chunk, parse_slice, parse_stream};
 use leakgate::suppress::Suppressor;
 use libfuzzer_sys::fuzz_target;

@@ -22,7 +22,7 @@ impl<'a> CiContext<'a> {
 
     /// `path` relative to the repository root, when it lies inside it.
     pub fn relative(&self, path: &str) -> Option<String> {
-        crate::baseline::relative_to(path, self.repo_root)
+        crate::gate::baseline::relative_to(path, self.repo_root)
     }
 
     /// The repository-relative path of a finding's location, if inside.
@@ -98,7 +98,7 @@ pub fn why_not_failing(r: &Report, f: &Finding) -> Option<String> {
         .policy
         .as_ref()
         .map(|p| p.fail_on.join(","))
-        .unwrap_or_else(|| crate::policy::DEFAULT_FAIL_ON.into());
+        .unwrap_or_else(|| crate::gate::policy::DEFAULT_FAIL_ON.into());
     Some(format!(
         "reported, not gated: {} is not in --fail-on {list}",
         f.kind

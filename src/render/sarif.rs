@@ -107,7 +107,7 @@ fn invocation(r: &Report) -> Value {
 fn rule(r: &Report, kind: &str) -> Value {
     let (short, full) = ci::kind_help(kind);
     let gated = match &r.policy {
-        Some(p) => crate::policy::FailOn::parse(&p.fail_on.join(","))
+        Some(p) => crate::gate::policy::FailOn::parse(&p.fail_on.join(","))
             .map(|f| f.matches(kind))
             .unwrap_or(false),
         None => crate::gate::is_gated_kind(kind),

@@ -190,7 +190,7 @@ fn processes_str(r: &Report) -> String {
 }
 
 /// `func (file:line)`, or `func (in object)`, for a finding's location.
-fn location_str(l: &crate::attribute::Location) -> String {
+fn location_str(l: &crate::analyze::attribute::Location) -> String {
     let func = l.function.as_deref().unwrap_or("???");
     match (&l.file, l.line, &l.object) {
         (Some(file), Some(n), _) => format!("{func} ({file}:{n})"),
@@ -434,7 +434,7 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         );
     }
     for p in r.processes.iter().filter(|p| !p.client_messages.is_empty()) {
-        let marker = crate::checkpoints::MARKER_PREFIX.trim_end();
+        let marker = crate::probe::MARKER_PREFIX.trim_end();
         for m in p.client_messages.iter().filter(|m| !m.starts_with(marker)) {
             let _ = writeln!(
                 o,

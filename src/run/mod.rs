@@ -468,7 +468,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         }
     }
     if per_test {
-        let probe = crate::checkpoints::write_probe(&dir.path().join("probe"))
+        let probe = crate::probe::write_probe(&dir.path().join("probe"))
             .map_err(RunError::TempDir)?;
         let mut pp = OsString::from(probe.as_os_str());
         let old = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty());

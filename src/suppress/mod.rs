@@ -16,6 +16,7 @@
 //! attribution among several matching rules may differ; whether *some* rule
 //! matches does not depend on it.
 
+pub mod generate;
 pub mod bundled;
 pub mod kind;
 pub mod load;

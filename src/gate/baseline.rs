@@ -238,7 +238,7 @@ fn callee(f: &Finding) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attribute::Location;
+    use crate::analyze::attribute::Location;
     use crate::report::FrameOut;
 
     fn finding(fp: &str, func: &str, line: u32, src: &str) -> Finding {

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::baseline::Baseline;
+use crate::gate::baseline::Baseline;
 use crate::cli::{AnnotationsChoice, Format, ReportArgs};
 use crate::gate::{self, Policy};
 use crate::render;

@@ -1,6 +1,9 @@
 //! Wires the command line to the pipeline: run → parse → attribute →
 //! (suppress) → gate → render, and maps failures to exit codes.
 
+pub mod manual;
+pub mod outputs;
+
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -8,9 +11,9 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
-use crate::analysis::{self, Analysis};
-use crate::attribute::{Attributor, UserSpec};
-use crate::ci::Ci;
+use crate::analyze::{self, Analysis};
+use crate::analyze::attribute::{Attributor, UserSpec};
+use crate::commands::outputs::Ci;
 use crate::cli::{
     AnalyzeArgs, Cli, ColorChoice, Command, Format, LintArgs, ReportArgs, RunArgs,
     SuppressionsCommand,
@@ -81,10 +84,10 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Analyze(a) => cmd_analyze(a),
         Command::Lint(a) => cmd_lint(a),
         Command::Suppressions(c) => cmd_suppressions(c),
-        Command::Suppress(a) => crate::generate::cmd_suppress(a),
+        Command::Suppress(a) => crate::suppress::generate::cmd_suppress(a),
         Command::Report(a) => cmd_report(a),
-        Command::Completions { shell } => crate::manual::completions(shell),
-        Command::Man { command } => crate::manual::man(command.as_deref()),
+        Command::Completions { shell } => crate::commands::manual::completions(shell),
+        Command::Man { command } => crate::commands::manual::man(command.as_deref()),
     }
 }
 
@@ -257,10 +260,10 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     let spec = user_spec(&a.report, Some(std::env::current_dir()?))?;
     let ci = Ci::prepare(
         &a.report,
-        crate::ci::policy(&a.report, !a.ignore_target_exit),
+        crate::commands::outputs::policy(&a.report, !a.ignore_target_exit),
     )?;
     let suppressor = load_suppressions(&a.report)?;
-    let mut gen_supp = crate::generate::RunWriter::new(
+    let mut gen_supp = crate::suppress::generate::RunWriter::new(
         a.write_suppressions.as_deref(),
         &a.write_suppressions_kinds,
         &suppressor,
@@ -339,22 +342,22 @@ fn cmd_run(a: RunArgs) -> Result<i32> {
     }
     let mut exits: HashMap<u64, ExitStatus> = out.exits.clone();
     exits.insert(u64::from(out.pid), out.exit.clone());
-    let mut analysis = analysis::analyze_files_with(
+    let mut analysis = analyze::analyze_files_with(
         &out.xml_files,
         Attributor::new(spec.clone()),
         suppressor.clone(),
         &exits,
         gen_supp.as_ref().map(|g| g.observer()),
-        analysis::Options {
+        analyze::Options {
             hide_noise_reachable: out.added_reachable,
         },
     )?;
     if let Some(g) = gen_supp {
         g.write()?;
     }
-    crate::processes::after_run(
+    crate::analyze::processes::after_run(
         &mut analysis,
-        &crate::processes::RunFacts {
+        &crate::analyze::processes::RunFacts {
             stopped: out.stopped.as_ref(),
             stopped_children: out.stopped_children.as_deref(),
             cuda_ipc: &out.cuda_ipc,
@@ -417,10 +420,10 @@ fn summarize_log(log: &str) -> String {
 
 fn cmd_analyze(a: AnalyzeArgs) -> Result<i32> {
     let spec = user_spec(&a.report, None)?;
-    let ci = Ci::prepare(&a.report, crate::ci::policy(&a.report, true))?;
+    let ci = Ci::prepare(&a.report, crate::commands::outputs::policy(&a.report, true))?;
     let suppressor = load_suppressions(&a.report)?;
-    let files = analysis::collect_inputs(&a.paths)?;
-    let analysis = analysis::analyze_files(
+    let files = analyze::collect_inputs(&a.paths)?;
+    let analysis = analyze::analyze_files(
         &files,
         Attributor::new(spec.clone()),
         suppressor.clone(),
@@ -480,7 +483,7 @@ fn build_report(
         .as_ref()
         .is_some_and(|pt| pt.free_lists.as_deref() == Some("off"));
     if !free_lists_off {
-        notes.extend(crate::checkpoints::recycled_note(&analysis.findings));
+        notes.extend(crate::analyze::checkpoints::recycled_note(&analysis.findings));
     }
     analysis.summary.suppressed.loaded = suppressor.suppressions().len() as u64;
     if show_unused {
@@ -510,8 +513,8 @@ fn build_report(
     if std::env::var_os("LEAKGATE_TEST_MISCOUNT").is_some() {
         analysis.summary.records += 1;
     }
-    let accounting = analysis::check_conservation(&analysis);
-    let processes = analysis::processes_out(&analysis.processes);
+    let accounting = analyze::check_conservation(&analysis);
+    let processes = analyze::processes_out(&analysis.processes);
     let protocol = analysis.processes.iter().filter_map(|p| p.protocol).max();
     for p in &analysis.processes {
         if let Some(v) = p.protocol

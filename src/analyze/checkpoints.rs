@@ -17,43 +17,7 @@ use serde::Deserialize;
 
 use crate::report::{BytesBlocks, Finding, PerTestOut, TestShare};
 
-/// What every marker's `<clientmsg>` text starts with.
-pub const MARKER_PREFIX: &str = "leakgate-checkpoint ";
-
-/// The probe's files, embedded: leakgate writes them into its private
-/// directory and puts that on the target's `PYTHONPATH`.
-pub const PROBE_FILES: &[(&str, &str)] = &[
-    (
-        "__init__.py",
-        include_str!("../python/leakgate_probe/__init__.py"),
-    ),
-    (
-        "pytest_plugin.py",
-        include_str!("../python/leakgate_probe/pytest_plugin.py"),
-    ),
-    (
-        "autoload.py",
-        include_str!("../python/leakgate_probe/autoload.py"),
-    ),
-    (
-        "leakgate_probe.h",
-        include_str!("../python/leakgate_probe/leakgate_probe.h"),
-    ),
-    (
-        "freelists.c",
-        include_str!("../python/leakgate_probe/freelists.c"),
-    ),
-];
-
-/// Writes the probe package into `dir/leakgate_probe/`; returns `dir`.
-pub fn write_probe(dir: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
-    let pkg = dir.join("leakgate_probe");
-    std::fs::create_dir_all(&pkg)?;
-    for (name, text) in PROBE_FILES {
-        std::fs::write(pkg.join(name), text)?;
-    }
-    Ok(dir.to_path_buf())
-}
+use crate::probe::MARKER_PREFIX;
 
 /// A checkpoint marker, as the probe writes it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -236,7 +200,7 @@ pub struct Inputs<'a> {
     /// Loss records of the final leak checks (absolute values).
     pub finals: &'a [SnapRec],
     /// Where each non-leak record was.
-    pub errors: &'a [crate::analysis::ErrMark],
+    pub errors: &'a [crate::analyze::ErrMark],
     pub hidden_reachable: u64,
 }
 
@@ -609,7 +573,7 @@ pub fn resolve(
 /// object allocators) skipped to find the function that made a block.
 fn is_allocator_frame(name: &str) -> bool {
     matches!(name, "malloc" | "calloc" | "realloc" | "_PyObject_GC_Alloc")
-        || crate::attribute::CPYTHON_ALLOCATORS.contains(&name)
+        || crate::analyze::attribute::CPYTHON_ALLOCATORS.contains(&name)
 }
 
 /// Whether a block was made as a tuple, list, dict or float (the types

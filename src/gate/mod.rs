@@ -7,8 +7,11 @@
 //! (records not conserved, see `analysis::conservation_error`). When several
 //! apply: 5, then 1, then 3, then 4.
 
+pub mod baseline;
+pub mod policy;
+
 use crate::model::ExitStatus;
-use crate::policy::FailOn;
+use crate::gate::policy::FailOn;
 use crate::report::{Finding, PolicyOut, ProcessOut, Verdict};
 
 pub const EXIT_PASS: i32 = 0;
@@ -89,7 +92,7 @@ pub fn is_gated_kind(kind: &str) -> bool {
     match kind {
         "Leak_DefinitelyLost" | "Leak_IndirectlyLost" => true,
         k if k.starts_with("Leak_") => false,
-        crate::processes::CUDA_IPC_KIND => false,
+        crate::analyze::processes::CUDA_IPC_KIND => false,
         _ => true,
     }
 }
@@ -359,8 +362,8 @@ pub fn site_packages_hint(policy: &Policy, findings: &[Finding]) -> Option<Strin
         let in_site_packages = |o: &&str| {
             o.split('/')
                 .any(|c| c == "site-packages" || c == "dist-packages")
-                && crate::attribute::classify_object(Some(o))
-                    == crate::attribute::ObjClass::ThirdParty
+                && crate::analyze::attribute::classify_object(Some(o))
+                    == crate::analyze::attribute::ObjClass::ThirdParty
         };
         // The deciding frame's object; reports without one: the innermost
         // site-packages object of the stack.
@@ -524,7 +527,7 @@ mod tests {
         // the deciding frame (location) names the object when known
         let at = |obj: &str| {
             let mut f = noise("Leak_DefinitelyLost", "third_party", 1, &[EXT]);
-            f.location = Some(crate::attribute::Location {
+            f.location = Some(crate::analyze::attribute::Location {
                 function: Some("f".into()),
                 file: None,
                 path: None,

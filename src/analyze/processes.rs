@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use crate::analysis::Analysis;
+use crate::analyze::Analysis;
 use crate::model::ProcessInfo;
 use crate::report::{Finding, StoppedOut, Summary};
 
@@ -268,7 +268,7 @@ pub fn cuda_ipc_findings(hits: &[(u64, String, u64)]) -> Vec<Finding> {
         .map(|(pid, line, n)| Finding {
             fingerprint: format!(
                 "{:016x}",
-                crate::processes::fnv(&[CUDA_IPC_KIND, CUDA_IPC_TEXT])
+                crate::analyze::processes::fnv(&[CUDA_IPC_KIND, CUDA_IPC_TEXT])
             ),
             kind: CUDA_IPC_KIND.into(),
             category: "user".into(),

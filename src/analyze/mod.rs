@@ -4,13 +4,17 @@
 //! findings are kept, never the records, so memory does not grow with the
 //! report's size.
 
+pub mod attribute;
+pub mod checkpoints;
+pub mod processes;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use crate::attribute::{Attribution, Attributor, Location};
-use crate::checkpoints::SnapRec;
+use crate::analyze::attribute::{Attribution, Attributor, Location};
+use crate::analyze::checkpoints::SnapRec;
 use crate::model::{ExitStatus, Frame, ProcessInfo, Record};
 use crate::parse::{self, InputError, Interner};
 use crate::report::{Finding, FindingProcess, FrameOut, ProcessOut, Summary};
@@ -260,7 +264,7 @@ impl Aggregator {
         if !rec.is_leak() {
             return false;
         }
-        let Some((dbytes, dblocks)) = crate::checkpoints::parse_delta(&rec.what) else {
+        let Some((dbytes, dblocks)) = crate::analyze::checkpoints::parse_delta(&rec.what) else {
             return false;
         };
         if !self.suppressor.is_empty()
@@ -505,7 +509,7 @@ impl Aggregator {
     /// Finishes: findings sorted (user first, then by kind severity and bytes),
     /// source lines read, summary filled in.
     pub fn finish(self, mut processes: Vec<ProcessInfo>) -> Analysis {
-        crate::processes::classify(&mut processes);
+        crate::analyze::processes::classify(&mut processes);
         let mut summary = self.summary;
         let supps = self.suppressor.suppressions();
         let supp_hid_user: Vec<(String, u64)> = self
@@ -553,7 +557,7 @@ impl Aggregator {
             })
             .collect();
         // A fork child repeats the leaks it inherited: report them once.
-        crate::processes::fold_fork_inherited(&mut findings, &processes);
+        crate::analyze::processes::fold_fork_inherited(&mut findings, &processes);
         let per_test = {
             let messages: Vec<&[String]> = processes
                 .iter()
@@ -563,9 +567,9 @@ impl Aggregator {
                 keys.iter().zip(findings.iter_mut()).collect();
             let complete: Vec<bool> = processes.iter().map(|p| p.complete).collect();
             let pids: Vec<Option<u64>> = processes.iter().map(|p| p.pid).collect();
-            crate::checkpoints::resolve(
+            crate::analyze::checkpoints::resolve(
                 &mut keyed,
-                &crate::checkpoints::Inputs {
+                &crate::analyze::checkpoints::Inputs {
                     messages: &messages,
                     pids: &pids,
                     complete: &complete,
@@ -1289,7 +1293,7 @@ struct Shared<'s> {
     inputs: &'s [Slot],
     headers: &'s [Option<ProcessInfo>],
     files: &'s [PathBuf],
-    spec: &'s crate::attribute::UserSpec,
+    spec: &'s crate::analyze::attribute::UserSpec,
     observer: &'s Option<Observer>,
     options: Options,
 }

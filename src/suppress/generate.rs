@@ -3,7 +3,7 @@
 //! deduplicated Valgrind suppressions that never hide a user finding of the
 //! same input.
 //!
-//! Records arrive one at a time through the [`crate::analysis::Observer`]
+//! Records arrive one at a time through the [`crate::analyze::Observer`]
 //! hook. Each covered record (noise of a covered kind that no existing
 //! suppression matches) is generalised at once and merged by rule text, so
 //! memory grows with the number of distinct rules, not with the report; each
@@ -35,11 +35,11 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 
-use crate::attribute::{Attributor, UserSpec};
+use crate::analyze::attribute::{Attributor, UserSpec};
 use crate::cli::SuppressArgs;
 
-use crate::analysis::Observer;
-use crate::attribute::{Attribution, ObjClass, classify_object};
+use crate::analyze::Observer;
+use crate::analyze::attribute::{Attribution, ObjClass, classify_object};
 use crate::model::{Frame, ProcessInfo, Record};
 use crate::suppress::{
     LeakKind, LeakKindSet, MatchOutcome, RecordKind, Suppressor, Verdict, parse, record_kind,
@@ -175,7 +175,7 @@ impl GKind {
             RecordKind::SizeMismatch if target.at_least(3, 22) => plain("SizeMismatch"),
             RecordKind::Other { tool, kind }
                 if tool == "CoreError"
-                    && crate::policy::is_fd_kind(kind)
+                    && crate::gate::policy::is_fd_kind(kind)
                     && target.at_least(FD_ERRORS_IN_XML.0, FD_ERRORS_IN_XML.1) =>
             {
                 plain(&format!("CoreError:{kind}"))
@@ -334,7 +334,7 @@ struct FInfo {
 
 fn is_alloc_name(n: &str) -> bool {
     let n = n.split('@').next().unwrap_or(n);
-    crate::attribute::ALLOCATORS.contains(&n)
+    crate::analyze::attribute::ALLOCATORS.contains(&n)
         || n.starts_with("_Znw")
         || n.starts_with("_Zna")
         || n.starts_with("_Zdl")
@@ -1190,22 +1190,22 @@ pub fn cmd_suppress(a: SuppressArgs) -> anyhow::Result<i32> {
     let supps = crate::suppress::load::load(&existing, !a.no_bundled_suppressions)?;
     let taken: HashSet<String> = supps.iter().map(|s| s.name.clone()).collect();
     let suppressor = Arc::new(Suppressor::new(supps));
-    let files = crate::analysis::collect_inputs(&a.paths)?;
+    let files = crate::analyze::collect_inputs(&a.paths)?;
     let (target, _) =
-        crate::app::target_valgrind(a.valgrind.as_deref(), a.valgrind_version.as_deref())?;
+        crate::commands::target_valgrind(a.valgrind.as_deref(), a.valgrind_version.as_deref())?;
     let (g, obs) = Generator::shared(GenOptions {
         kinds,
         include_user: a.include_user,
         target: Some(target),
     });
-    let analysis = crate::analysis::analyze_files_observed(
+    let analysis = crate::analyze::analyze_files_observed(
         &files,
         Attributor::new(spec),
         suppressor,
         &HashMap::new(),
         Some(obs),
     )?;
-    let accounting = crate::analysis::check_conservation(&analysis);
+    let accounting = crate::analyze::check_conservation(&analysis);
     drop(analysis);
     let generated = Generator::unshare(g).finish(&taken);
     let head = header(&generated, &invocation(), &kinds);
@@ -1393,7 +1393,7 @@ mod tests {
             frame("0x7", "/home/u/ext.so", "my_leak"),
         ]);
         let natt = Attribution {
-            source: Some(crate::attribute::Source::Python),
+            source: Some(crate::analyze::attribute::Source::Python),
             owner: Some(1),
             user_frames: vec![],
             local_paths: vec![],

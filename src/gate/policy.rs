@@ -112,7 +112,7 @@ impl FailOn {
                     f.errors = true;
                 }
                 "none" => {}
-                "cuda-ipc" => f.add(crate::processes::CUDA_IPC_KIND),
+                "cuda-ipc" => f.add(crate::analyze::processes::CUDA_IPC_KIND),
                 _ => {
                     let known = LEAK_KINDS
                         .iter()
@@ -139,7 +139,7 @@ impl FailOn {
     /// Whether a user finding of `kind` fails the gate.
     pub fn matches(&self, kind: &str) -> bool {
         // Not a memory error: gated only when asked for (`cuda-ipc`).
-        if kind == crate::processes::CUDA_IPC_KIND {
+        if kind == crate::analyze::processes::CUDA_IPC_KIND {
             return self.kinds.contains(kind);
         }
         if kind.starts_with("Leak_") || is_fd_kind(kind) {
@@ -171,7 +171,7 @@ impl FailOn {
             (false, false) => {}
         }
         for k in &self.kinds {
-            if k == crate::processes::CUDA_IPC_KIND {
+            if k == crate::analyze::processes::CUDA_IPC_KIND {
                 out.push("cuda-ipc".into());
                 continue;
             }

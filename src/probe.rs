@@ -1,0 +1,44 @@
+//! The probe: the Python package (`python/leakgate_probe/`) that `leakgate
+//! run` puts on the target's `PYTHONPATH`. Its pytest plugin and
+//! `checkpoint()` write markers (`<clientmsg>` texts starting with
+//! [`MARKER_PREFIX`]) and ask Memcheck for a leak snapshot; the analysis
+//! (`analyze::checkpoints`) reads them back. This module holds the embedded
+//! files and the marker prefix both sides agree on.
+
+/// What every marker's `<clientmsg>` text starts with.
+pub const MARKER_PREFIX: &str = "leakgate-checkpoint ";
+
+/// The probe's files, embedded: leakgate writes them into its private
+/// directory and puts that on the target's `PYTHONPATH`.
+pub const PROBE_FILES: &[(&str, &str)] = &[
+    (
+        "__init__.py",
+        include_str!("../python/leakgate_probe/__init__.py"),
+    ),
+    (
+        "pytest_plugin.py",
+        include_str!("../python/leakgate_probe/pytest_plugin.py"),
+    ),
+    (
+        "autoload.py",
+        include_str!("../python/leakgate_probe/autoload.py"),
+    ),
+    (
+        "leakgate_probe.h",
+        include_str!("../python/leakgate_probe/leakgate_probe.h"),
+    ),
+    (
+        "freelists.c",
+        include_str!("../python/leakgate_probe/freelists.c"),
+    ),
+];
+
+/// Writes the probe package into `dir/leakgate_probe/`; returns `dir`.
+pub fn write_probe(dir: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    let pkg = dir.join("leakgate_probe");
+    std::fs::create_dir_all(&pkg)?;
+    for (name, text) in PROBE_FILES {
+        std::fs::write(pkg.join(name), text)?;
+    }
+    Ok(dir.to_path_buf())
+}
