@@ -10,7 +10,9 @@
 pub mod analyze;
 pub mod cli;
 pub mod commands;
+pub mod exit;
 pub mod gate;
+pub mod kind;
 pub mod model;
 pub mod parse;
 pub mod probe;
@@ -18,4 +20,5 @@ pub mod render;
 pub mod report;
 pub mod run;
 pub mod suppress;
+pub mod util;
 pub mod versions;

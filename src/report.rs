@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::analyze::attribute::Location;
+pub use crate::kind::Kind;
 use crate::model::ExitStatus;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -96,7 +97,7 @@ pub struct BaselineOut {
 pub struct BaselineEntry {
     /// The finding's `fingerprint`.
     pub fingerprint: String,
-    pub kind: String,
+    pub kind: Kind,
     /// The function of the finding's location.
     pub function: Option<String>,
     /// The file of the finding's location (relative to the repository root
@@ -167,9 +168,9 @@ pub struct Finding {
     /// Stable hex id: kind + function names of the user/owner frames.
     pub fingerprint: String,
     /// Valgrind's kind string (`Leak_DefinitelyLost`, `InvalidRead`, ...).
-    pub kind: String,
+    pub kind: Kind,
     /// "user" or "noise".
-    pub category: String,
+    pub category: Category,
     /// null for user findings, else the noise label.
     pub source: Option<String>,
     /// Valgrind's `<what>` of the first record.
@@ -199,9 +200,15 @@ pub struct Finding {
     /// from before policies existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gated: Option<bool>,
+    /// Whether this finding fails the gate: gated, and for leaks, the gated
+    /// leaks' bytes exceed `--max-leaked-bytes`. Set by the gate with
+    /// `gated`; not in the JSON (it follows from `gated` and the policy, and
+    /// `gate::restore` sets it again for a saved report).
+    #[serde(skip)]
+    pub fails: bool,
     /// With `--baseline`: `"new"` or `"known"` (user findings only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline: Option<String>,
+    pub baseline: Option<BaselineState>,
     /// Per process: how much of this finding each pid contributed (one
     /// entry per pid in `pids`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -226,7 +233,7 @@ pub struct Finding {
     /// With checkpoints: `per_call` (grows at every repetition or call),
     /// `one_time` (grew once and not again), or `unknown`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub growth: Option<String>,
+    pub growth: Option<Growth>,
     /// With `growth` `per_call`: what one call adds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_call: Option<BytesBlocks>,
@@ -249,7 +256,7 @@ pub struct TestShare {
     pub repetitions: Vec<BytesBlocks>,
     /// This test's own growth: `per_call`, `one_time` or `unknown`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub growth: Option<String>,
+    pub growth: Option<Growth>,
     /// Memory errors (not leaks): how many of the finding's error contexts
     /// first occurred in this test.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -320,10 +327,18 @@ impl Report {
 
 impl Finding {
     pub fn is_user(&self) -> bool {
-        self.category == "user"
+        self.category == Category::User
     }
     pub fn is_leak(&self) -> bool {
-        self.kind.starts_with("Leak_")
+        self.kind.is_leak()
+    }
+    /// Whether the gate counts this finding (`gated`; set by the gate).
+    pub fn is_gated(&self) -> bool {
+        self.gated == Some(true)
+    }
+    /// Known from the baseline.
+    pub fn is_known(&self) -> bool {
+        self.baseline == Some(BaselineState::Known)
     }
 }
 
@@ -387,8 +402,116 @@ pub struct Summary {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Verdict {
     /// "pass", "fail", "incomplete", "target_failed" or "error".
-    pub status: String,
+    pub status: Status,
     pub exit_code: i32,
     /// Why, one sentence each (empty on a pass).
     pub reasons: Vec<String>,
+}
+
+/// Whose a finding is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// The user's code: what the gate is about.
+    User,
+    /// Interpreter, runtime, library or leakgate noise (`source` says which).
+    #[default]
+    Noise,
+}
+
+/// A user finding compared with the baseline (`--baseline`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BaselineState {
+    /// Not in the baseline: gated as usual.
+    New,
+    /// In the baseline: reported, not gated.
+    Known,
+}
+
+/// How a leak grew across checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Growth {
+    /// Grows at every repetition or call.
+    PerCall,
+    /// Grew once and not again.
+    OneTime,
+    /// The checkpoints cannot tell.
+    Unknown,
+}
+
+impl Growth {
+    /// The JSON string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Growth::PerCall => "per_call",
+            Growth::OneTime => "one_time",
+            Growth::Unknown => "unknown",
+        }
+    }
+}
+
+/// The verdict, as `verdict.status` says it; each has one exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pass,
+    Fail,
+    Incomplete,
+    TargetFailed,
+    Error,
+}
+
+impl Status {
+    /// The JSON string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Incomplete => "incomplete",
+            Status::TargetFailed => "target_failed",
+            Status::Error => "error",
+        }
+    }
+
+    /// The exit code of this verdict (README "Exit codes", `crate::exit`).
+    pub fn exit_code(self) -> i32 {
+        use crate::exit;
+        match self {
+            Status::Pass => exit::PASS,
+            Status::Fail => exit::FAIL,
+            Status::Incomplete => exit::INCOMPLETE,
+            Status::TargetFailed => exit::TARGET,
+            Status::Error => exit::INTERNAL,
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for Growth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl BaselineState {
+    /// The JSON string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BaselineState::New => "new",
+            BaselineState::Known => "known",
+        }
+    }
+}
+
+impl std::fmt::Display for BaselineState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

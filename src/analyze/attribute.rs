@@ -530,7 +530,7 @@ impl Attributor {
 
     /// Attributes one record.
     pub fn attribute(&mut self, rec: &Record) -> Attribution {
-        let mut att = self.attribute_stack(&rec.stack, crate::gate::policy::is_fd_kind(&rec.kind));
+        let mut att = self.attribute_stack(&rec.stack, crate::kind::is_fd_kind(&rec.kind));
         match att.source {
             None => {
                 // An uninitialised value the interpreter made is not the

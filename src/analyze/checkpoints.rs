@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::Deserialize;
 
-use crate::report::{BytesBlocks, Finding, PerTestOut, TestShare};
+use crate::report::{BytesBlocks, Finding, Growth, PerTestOut, TestShare};
 
 use crate::probe::MARKER_PREFIX;
 
@@ -469,30 +469,30 @@ pub fn resolve(
                 continue; // below: plain checkpoints are one sequence of calls
             }
             let g = match t.kind.as_str() {
-                "start" | "finish" | "exit" | "outside" => "one_time",
+                "start" | "finish" | "exit" | "outside" => Growth::OneTime,
                 "test" if t.repetitions.len() > 1 => {
                     let r = &t.repetitions;
                     if r.iter().all(|x| x.blocks > 0 || x.bytes > 0) {
                         if per_call.is_none() {
                             per_call = r.last().cloned();
                         }
-                        "per_call"
+                        Growth::PerCall
                     } else if (r[0].blocks > 0 || r[0].bytes > 0)
                         && r[1..].iter().all(|x| x.blocks == 0 && x.bytes == 0)
                     {
-                        "one_time"
+                        Growth::OneTime
                     } else {
-                        "unknown"
+                        Growth::Unknown
                     }
                 }
-                _ => "unknown",
+                _ => Growth::Unknown,
             };
             match g {
-                "one_time" => any_one_time = true,
-                "unknown" => any_unknown = true,
-                _ => {}
+                Growth::OneTime => any_one_time = true,
+                Growth::Unknown => any_unknown = true,
+                Growth::PerCall => {}
             }
-            t.growth = Some(g.to_string());
+            t.growth = Some(g);
         }
         // Plain checkpoints (a service's requests): one sequence of calls.
         let grew: Vec<bool> = user_ckpts
@@ -510,29 +510,29 @@ pub fn resolve(
                         blocks: v.1.max(0) as u64,
                     });
                 }
-                "per_call"
+                Growth::PerCall
             } else if after.len() >= 2 && after[1..].iter().all(|g| !*g) {
-                "one_time"
+                Growth::OneTime
             } else {
-                "unknown"
+                Growth::Unknown
             };
             for t in tests.iter_mut().filter(|t| t.kind == "checkpoint") {
-                t.growth = Some(g.to_string());
+                t.growth = Some(g);
             }
             match g {
-                "one_time" => any_one_time = true,
-                "unknown" => any_unknown = true,
-                _ => {}
+                Growth::OneTime => any_one_time = true,
+                Growth::Unknown => any_unknown = true,
+                Growth::PerCall => {}
             }
         }
         let growth = if per_call.is_some() {
-            "per_call"
+            Growth::PerCall
         } else if any_one_time && !any_unknown {
-            "one_time"
+            Growth::OneTime
         } else {
-            "unknown"
+            Growth::Unknown
         };
-        f.growth = Some(growth.to_string());
+        f.growth = Some(growth);
         f.per_call = per_call;
         f.tests = tests;
     }
@@ -661,7 +661,7 @@ fn python_only_growth<'a>(findings: impl Iterator<Item = &'a Finding>) -> Vec<St
             let g = by.entry(key).or_default();
             if f.is_user() {
                 g.user = true;
-            } else if python && lost && t.growth.as_deref() == Some("per_call") {
+            } else if python && lost && t.growth == Some(Growth::PerCall) {
                 let one = match t.repetitions.last() {
                     Some(r) if t.kind == "test" => r.clone(),
                     _ => f.per_call.clone().unwrap_or_default(),
@@ -804,7 +804,7 @@ mod tests {
                 }
             ]
         );
-        assert_eq!(fl.growth.as_deref(), Some("per_call"));
+        assert_eq!(fl.growth, Some(Growth::PerCall));
     }
 
     #[test]
@@ -830,7 +830,7 @@ mod tests {
     fn grew(kind: &str, source: Option<&str>, test: &str, per_rep: u64) -> Finding {
         let mut f = finding(kind, 112 * per_rep, 2 * per_rep);
         if let Some(s) = source {
-            f.category = "noise".into();
+            f.category = crate::report::Category::Noise;
             f.source = Some(s.into());
         }
         let r = BytesBlocks {
@@ -843,7 +843,7 @@ mod tests {
             bytes: 112 * per_rep,
             blocks: 2 * per_rep,
             repetitions: vec![r.clone(), r],
-            growth: Some("per_call".into()),
+            growth: Some(Growth::PerCall),
             errors: 0,
         }];
         f
@@ -905,7 +905,7 @@ mod tests {
         );
         // Growth seen once only (no --repeat) is not a note.
         let mut once = grew("Leak_DefinitelyLost", Some("python"), "t4", 1);
-        once.tests[0].growth = Some("unknown".into());
+        once.tests[0].growth = Some(Growth::Unknown);
         assert!(python_only_growth([once].iter()).is_empty());
     }
 }

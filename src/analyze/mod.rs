@@ -7,6 +7,7 @@
 pub mod attribute;
 pub mod checkpoints;
 pub mod processes;
+pub mod summary;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -15,9 +16,10 @@ use std::sync::Arc;
 
 use crate::analyze::attribute::{Attribution, Attributor, Location};
 use crate::analyze::checkpoints::SnapRec;
+use crate::kind::Kind;
 use crate::model::{ExitStatus, Frame, ProcessInfo, Record};
 use crate::parse::{self, InputError, Interner};
-use crate::report::{Finding, FindingProcess, FrameOut, ProcessOut, Summary};
+use crate::report::{Category, Finding, FindingProcess, FrameOut, ProcessOut, Summary};
 use crate::suppress::{MatchOutcome, SuppressionSet, Suppressor};
 
 /// Stacks of noise findings are cut to this many frames (user findings keep all).
@@ -175,17 +177,6 @@ pub struct StageTimes {
 }
 
 /// FNV-1a, 64 bit: stable across platforms and Rust versions.
-fn fnv1a(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for p in parts {
-        for b in p.as_bytes().iter().chain(std::iter::once(&0x1f)) {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x100000001b3);
-        }
-    }
-    h
-}
-
 fn frame_name(f: &Frame) -> String {
     if let Some(n) = &f.func {
         return n.to_string();
@@ -581,48 +572,24 @@ impl Aggregator {
             )
         };
         let mut lines = SourceLines::default();
-        for f in &mut findings {
-            let kind = f.kind.clone();
-            if f.is_user() {
-                summary.user.findings += 1;
-                let bb = match kind.as_str() {
-                    "Leak_DefinitelyLost" => Some(&mut summary.user.definitely_lost),
-                    "Leak_IndirectlyLost" => Some(&mut summary.user.indirectly_lost),
-                    "Leak_PossiblyLost" => Some(&mut summary.user.possibly_lost),
-                    "Leak_StillReachable" => Some(&mut summary.user.still_reachable),
-                    _ => None,
-                };
-                match bb {
-                    Some(bb) => {
-                        bb.bytes = bb.bytes.saturating_add(f.direct_bytes.unwrap_or(0));
-                        bb.blocks = bb.blocks.saturating_add(f.blocks.unwrap_or(0));
-                    }
-                    None => summary.user.errors += 1,
-                }
-                if let Some(loc) = &f.location
-                    && let (Some(p), Some(l)) = (&loc.path, loc.line)
-                {
-                    f.source_line = lines.get(Path::new(p), l);
-                }
-            } else {
-                summary.noise.findings += 1;
-                let label = f.source.clone().unwrap_or_default();
-                *summary.noise.by_source.entry(label.clone()).or_default() += f.records;
-                let b = summary.noise.bytes_by_source.entry(label).or_default();
-                *b = b.saturating_add(f.bytes.unwrap_or(0));
-                *summary.noise.by_kind.entry(kind).or_default() += f.records;
+        for f in findings.iter_mut().filter(|f| f.is_user()) {
+            if let Some(loc) = &f.location
+                && let (Some(p), Some(l)) = (&loc.path, loc.line)
+            {
+                f.source_line = lines.get(Path::new(p), l);
             }
         }
+        summary::summarize(&mut summary, &findings);
         findings.sort_by(|a, b| {
             (
                 !a.is_user(),
-                severity(&a.kind),
+                a.kind.severity(),
                 std::cmp::Reverse(a.bytes.unwrap_or(0)),
                 &a.fingerprint,
             )
                 .cmp(&(
                     !b.is_user(),
-                    severity(&b.kind),
+                    b.kind.severity(),
                     std::cmp::Reverse(b.bytes.unwrap_or(0)),
                     &b.fingerprint,
                 ))
@@ -685,30 +652,15 @@ pub fn check_conservation(a: &Analysis) -> Option<String> {
     conservation_error(&a.summary, &a.findings, parsed, a.outside_records)
 }
 
-/// Sort rank: errors and definite leaks first, reachable last.
-fn severity(kind: &str) -> u8 {
-    match kind {
-        "FatalSignal" => 0,
-        "Leak_DefinitelyLost" => 2,
-        "Leak_IndirectlyLost" => 3,
-        "Leak_PossiblyLost" => 4,
-        "Leak_StillReachable" => 5,
-        _ => 1,
-    }
-}
-
 /// A loss record as the per-test tracker keeps it: the finding it belongs
 /// to (`key`, its [`fingerprint`]), its allocation stack (without the kind)
 /// and its growth.
 fn snap_rec(rec: &Record, key: (u64, Option<u32>), dbytes: i64, dblocks: i64) -> SnapRec {
-    let mut h: u64 = 0xcbf29ce484222325;
+    let mut h = crate::util::Fnv::default();
     for f in &rec.stack {
-        let part = f.ip.as_deref().or(f.func.as_deref()).unwrap_or("?");
-        for b in part.as_bytes().iter().chain(std::iter::once(&0x1f)) {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x100000001b3);
-        }
+        h.part(f.ip.as_deref().or(f.func.as_deref()).unwrap_or("?"));
     }
+    let h = h.finish();
     SnapRec {
         process: rec.process,
         msgs: rec.client_msgs,
@@ -755,21 +707,21 @@ fn fingerprint(rec: &Record, att: &Attribution) -> (u64, Option<u32>) {
             }
             let line = rec.stack[owner].line;
             let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-            (fnv1a(&refs), line)
+            (crate::util::fnv1a_parts(&refs), line)
         }
         (_, Some(owner)) => {
             let f = &rec.stack[owner];
             parts.push(frame_name(f));
             parts.push(object_key(f.obj.as_deref()));
             let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-            (fnv1a(&refs), None)
+            (crate::util::fnv1a_parts(&refs), None)
         }
         (_, None) => {
             for f in rec.stack.iter().take(4) {
                 parts.push(frame_name(f));
             }
             let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-            (fnv1a(&refs), None)
+            (crate::util::fnv1a_parts(&refs), None)
         }
     }
 }
@@ -812,8 +764,12 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
         .map(|a| a.stack.iter().map(|f| frame_out(f, false, None)).collect());
     Finding {
         fingerprint: format!("{fp:016x}"),
-        kind: rec.kind.to_string(),
-        category: if user { "user".into() } else { "noise".into() },
+        kind: Kind::parse(&rec.kind),
+        category: if user {
+            Category::User
+        } else {
+            Category::Noise
+        },
         source: att.source.map(|s| s.label().to_string()),
         message: rec.what.clone(),
         bytes: rec.is_leak().then(|| rec.leaked_bytes.unwrap_or(0)),
@@ -841,6 +797,7 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
         tests: Vec::new(),
         growth: None,
         per_call: None,
+        fails: false,
     }
 }
 

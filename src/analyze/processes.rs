@@ -16,19 +16,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use crate::analyze::Analysis;
+use crate::kind::{CUDA_IPC_ADVICE, CUDA_IPC_TEXT, Kind};
 use crate::model::ProcessInfo;
-use crate::report::{Finding, StoppedOut, Summary};
-
-/// The finding kind of PyTorch's "Producer process has been terminated
-/// before all shared CUDA tensors released" warning.
-pub const CUDA_IPC_KIND: &str = "CudaIpcProducerExited";
-
-/// The text PyTorch prints (after any prefix such as `[W CudaIPCTypes.cpp:16]`).
-pub const CUDA_IPC_TEXT: &str =
-    "Producer process has been terminated before all shared CUDA tensors released";
-
-/// What to do about a `CudaIpcProducerExited` finding.
-pub const CUDA_IPC_ADVICE: &str = "a process that shared CUDA tensors with other processes exited while they still held them, so the memory could not be released properly. Keep the producer alive until the consumers are done (join the consumer processes or DataLoader workers before the producer exits); in consumers, release received tensors as soon as possible (`del t`, then `torch.cuda.ipc_collect()`); or send CPU tensors instead of CUDA tensors (see PyTorch's Note [Sharing CUDA tensors])";
+use crate::report::{Category, Finding, StoppedOut};
 
 /// The `%n` sequence number of a `vg.<pid>.<n>.xml` file name, if any.
 fn seq_of(file: &str) -> Option<u64> {
@@ -210,49 +200,14 @@ pub fn fold_fork_inherited(findings: &mut [Finding], ps: &[ProcessInfo]) {
     }
 }
 
-/// Recomputes `summary.user` and `summary.noise` from the findings after
-/// findings were added or re-labelled (the same rules as the analysis).
-pub fn resummarize(summary: &mut Summary, findings: &[Finding]) {
-    summary.user = Default::default();
-    summary.noise = Default::default();
-    for f in findings {
-        if f.is_user() {
-            let u = &mut summary.user;
-            u.findings += 1;
-            let bb = match f.kind.as_str() {
-                "Leak_DefinitelyLost" => Some(&mut u.definitely_lost),
-                "Leak_IndirectlyLost" => Some(&mut u.indirectly_lost),
-                "Leak_PossiblyLost" => Some(&mut u.possibly_lost),
-                "Leak_StillReachable" => Some(&mut u.still_reachable),
-                _ => None,
-            };
-            match bb {
-                Some(bb) => {
-                    bb.bytes = bb.bytes.saturating_add(f.direct_bytes.unwrap_or(0));
-                    bb.blocks = bb.blocks.saturating_add(f.blocks.unwrap_or(0));
-                }
-                None => u.errors += 1,
-            }
-        } else {
-            let n = &mut summary.noise;
-            n.findings += 1;
-            let label = f.source.clone().unwrap_or_default();
-            *n.by_source.entry(label.clone()).or_default() += f.records;
-            let b = n.bytes_by_source.entry(label).or_default();
-            *b = b.saturating_add(f.bytes.unwrap_or(0));
-            *n.by_kind.entry(f.kind.clone()).or_default() += f.records;
-        }
-    }
-}
-
 /// `FatalSignal` findings caused by the signals leakgate itself sent
 /// (`--timeout`, Ctrl-C) are not crashes: they become noise labelled
 /// `leakgate`. Returns how many were re-labelled.
 pub fn relabel_own_signals(findings: &mut [Finding], sent: &[String]) -> usize {
     let mut n = 0;
-    for f in findings.iter_mut().filter(|f| f.kind == "FatalSignal") {
+    for f in findings.iter_mut().filter(|f| f.kind == Kind::FatalSignal) {
         if sent.iter().any(|s| f.message.contains(s.as_str())) {
-            f.category = "noise".into();
+            f.category = Category::Noise;
             f.source = Some("leakgate".into());
             f.gated = None;
             n += 1;
@@ -268,10 +223,10 @@ pub fn cuda_ipc_findings(hits: &[(u64, String, u64)]) -> Vec<Finding> {
         .map(|(pid, line, n)| Finding {
             fingerprint: format!(
                 "{:016x}",
-                crate::analyze::processes::fnv(&[CUDA_IPC_KIND, CUDA_IPC_TEXT])
+                crate::util::fnv1a_parts(&[Kind::CudaIpcProducerExited.as_str(), CUDA_IPC_TEXT])
             ),
-            kind: CUDA_IPC_KIND.into(),
-            category: "user".into(),
+            kind: Kind::CudaIpcProducerExited,
+            category: Category::User,
             source: None,
             message: line.trim().to_string(),
             bytes: None,
@@ -299,20 +254,9 @@ pub fn cuda_ipc_findings(hits: &[(u64, String, u64)]) -> Vec<Finding> {
             tests: Vec::new(),
             growth: None,
             per_call: None,
+            fails: false,
         })
         .collect()
-}
-
-/// FNV-1a 64 (the same hash as the analysis' fingerprints).
-pub fn fnv(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for p in parts {
-        for b in p.as_bytes().iter().chain(std::iter::once(&0x1f)) {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x100000001b3);
-        }
-    }
-    h
 }
 
 /// Inserts `extra` after the last user finding (findings are user first).
@@ -372,7 +316,7 @@ pub fn after_run(
             "{inherited} leak finding(s) also appear in fork children that inherited the parent's heap; each is reported once, for the parent (see inherited_by)"
         ));
     }
-    resummarize(&mut analysis.summary, &analysis.findings);
+    super::summary::summarize(&mut analysis.summary, &analysis.findings);
 }
 
 #[cfg(test)]

@@ -11,13 +11,13 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
-use crate::analyze::{self, Analysis};
 use crate::analyze::attribute::{Attributor, UserSpec};
-use crate::commands::outputs::Ci;
+use crate::analyze::{self, Analysis};
 use crate::cli::{
     AnalyzeArgs, Cli, ColorChoice, Command, Format, LintArgs, ReportArgs, RunArgs,
     SuppressionsCommand,
 };
+use crate::commands::outputs::Ci;
 use crate::gate::{self, Policy};
 use crate::model::ExitStatus;
 use crate::render;
@@ -34,7 +34,7 @@ pub fn main_exit() -> i32 {
         Err(e) => {
             let _ = std::io::stdout().flush();
             eprintln!("leakgate: error: {e:#}");
-            gate::EXIT_USAGE
+            crate::exit::USAGE
         }
     }
 }
@@ -199,9 +199,9 @@ fn cmd_lint(a: LintArgs) -> Result<i32> {
         }
     }
     Ok(if bad {
-        gate::EXIT_USAGE
+        crate::exit::USAGE
     } else {
-        gate::EXIT_PASS
+        crate::exit::PASS
     })
 }
 
@@ -215,12 +215,12 @@ fn cmd_suppressions(c: SuppressionsCommand) -> Result<i32> {
                     println!("  {}  [{}:{}]", s.name, s.tools, s.kind_name);
                 }
             }
-            Ok(gate::EXIT_PASS)
+            Ok(crate::exit::PASS)
         }
         SuppressionsCommand::Show { name } => match suppress::bundled::get(&name) {
             Some(text) => {
                 print!("{text}");
-                Ok(gate::EXIT_PASS)
+                Ok(crate::exit::PASS)
             }
             None => {
                 let names: Vec<&str> = suppress::bundled::BUNDLED.iter().map(|(n, _)| *n).collect();
@@ -483,7 +483,9 @@ fn build_report(
         .as_ref()
         .is_some_and(|pt| pt.free_lists.as_deref() == Some("off"));
     if !free_lists_off {
-        notes.extend(crate::analyze::checkpoints::recycled_note(&analysis.findings));
+        notes.extend(crate::analyze::checkpoints::recycled_note(
+            &analysis.findings,
+        ));
     }
     analysis.summary.suppressed.loaded = suppressor.suppressions().len() as u64;
     if show_unused {
@@ -544,7 +546,7 @@ fn build_report(
     if let Some(what) = &accounting {
         eprintln!(
             "leakgate: internal error: {what}; the report cannot be trusted (exit {}), please report this bug",
-            gate::EXIT_INTERNAL
+            crate::exit::INTERNAL
         );
         notes.push(format!("internal error: {what}"));
         gate::internal_error(&mut verdict, what);
@@ -647,8 +649,9 @@ fn cmd_report(a: crate::cli::ReportFileArgs) -> Result<i32> {
             a.input.display()
         );
     }
-    let report: Report = serde_json::from_slice(&bytes)
+    let mut report: Report = serde_json::from_slice(&bytes)
         .with_context(|| format!("{}: not a leakgate JSON report", a.input.display()))?;
+    gate::restore(&mut report);
     if report.schema_version > SCHEMA_VERSION {
         bail!(
             "{}: schema_version {} is newer than this leakgate reads ({SCHEMA_VERSION})",
@@ -708,5 +711,5 @@ fn cmd_report(a: crate::cli::ReportFileArgs) -> Result<i32> {
             }
         }
     }
-    Ok(gate::EXIT_PASS)
+    Ok(crate::exit::PASS)
 }

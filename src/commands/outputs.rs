@@ -13,8 +13,8 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::gate::baseline::Baseline;
 use crate::cli::{AnnotationsChoice, Format, ReportArgs};
+use crate::gate::baseline::Baseline;
 use crate::gate::{self, Policy};
 use crate::render;
 use crate::render::ci::CiContext;
@@ -110,7 +110,7 @@ impl Ci {
             .baseline
             .as_ref()
             .map(|(p, b)| b.apply(findings, &p.display().to_string()));
-        self.policy.mark(findings);
+        gate::mark(&self.policy, findings);
         out
     }
 

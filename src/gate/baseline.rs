@@ -16,8 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::render::text::kind_noun;
-use crate::report::{BaselineEntry, BaselineOut, Finding, Report};
+use crate::report::{BaselineEntry, BaselineOut, BaselineState, Finding, Report};
 
 /// The baseline file format version.
 pub const BASELINE_VERSION: u32 = 1;
@@ -145,7 +144,11 @@ impl Baseline {
                 }
             }
             for (k, &i) in idx.iter().enumerate() {
-                findings[i].baseline = Some(if matched[k] { "known" } else { "new" }.into());
+                findings[i].baseline = Some(if matched[k] {
+                    BaselineState::Known
+                } else {
+                    BaselineState::New
+                });
                 if matched[k] {
                     known += 1;
                 } else {
@@ -202,7 +205,7 @@ pub fn entry(f: &Finding, repo_root: Option<&Path>) -> BaselineEntry {
     let function = f.location.as_ref().and_then(|l| l.function.clone());
     let file = finding_file(f, repo_root);
     let source = source_text(f);
-    let (noun, _) = kind_noun(&f.kind);
+    let (noun, _) = f.kind.noun();
     let mut description = noun;
     if let Some(func) = &function {
         description.push_str(&format!(" in {func}"));
@@ -245,7 +248,7 @@ mod tests {
         Finding {
             fingerprint: fp.into(),
             kind: "Leak_DefinitelyLost".into(),
-            category: "user".into(),
+            category: crate::report::Category::User,
             source: None,
             message: String::new(),
             bytes: Some(8),
@@ -325,13 +328,13 @@ mod tests {
             finding("aa", "f", 24, "q = malloc(8);"),
         ];
         let out = b.apply(&mut now, "b.json");
-        let states: Vec<_> = now.iter().map(|f| f.baseline.clone().unwrap()).collect();
+        let states: Vec<_> = now.iter().map(|f| f.baseline.unwrap().as_str()).collect();
         assert_eq!(states, ["new", "known", "known"]);
         assert_eq!((out.new, out.known, out.fixed.len()), (1, 2, 0));
         // One removed: reported fixed.
         let mut later = vec![finding("aa", "f", 24, "q = malloc(8);")];
         let out = b.apply(&mut later, "b.json");
-        assert_eq!(later[0].baseline.as_deref(), Some("known"));
+        assert_eq!(later[0].baseline, Some(BaselineState::Known));
         assert_eq!(out.fixed.len(), 1);
         assert_eq!(out.fixed[0].source.as_deref(), Some("p = malloc(8);"));
     }
@@ -341,7 +344,7 @@ mod tests {
         let b = baseline_of(&[finding("aa", "f", 10, "p = malloc(8);")]);
         let mut now = vec![finding("aa", "f", 12, "p = malloc(16);")];
         let out = b.apply(&mut now, "b.json");
-        assert_eq!(now[0].baseline.as_deref(), Some("known"));
+        assert_eq!(now[0].baseline, Some(BaselineState::Known));
         assert!(out.fixed.is_empty());
     }
 

@@ -14,47 +14,15 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::kind::{FD_KINDS, Kind, LEAK_KINDS};
+
 /// The default `--fail-on`.
 pub const DEFAULT_FAIL_ON: &str = "definite,indirect,errors";
 
-/// Memcheck's leak kinds, in severity order.
-pub const LEAK_KINDS: [&str; 4] = [
-    "Leak_DefinitelyLost",
-    "Leak_IndirectlyLost",
-    "Leak_PossiblyLost",
-    "Leak_StillReachable",
-];
-
-/// Memcheck's error kinds (protocol 4-6) and leakgate's `FatalSignal`.
-pub const ERROR_KINDS: [&str; 20] = [
-    "InvalidFree",
-    "MismatchedFree",
-    "InvalidRead",
-    "InvalidWrite",
-    "InvalidJump",
-    "Overlap",
-    "InvalidMemPool",
-    "UninitCondition",
-    "UninitValue",
-    "SyscallParam",
-    "ClientCheck",
-    "FishyValue",
-    "ReallocSizeZero",
-    "InvalidAlignment",
-    "InvalidSizeAndAlignment",
-    "InvalidSize",
-    "MismatchedAllocateDeallocateSize",
-    "MismatchedAllocateDeallocateAlignment",
-    "InvalidFreeSized",
-    "FatalSignal",
-];
-
-/// The descriptor kinds of `--track-fds` (Valgrind 3.23+): the `fds` group.
-pub const FD_KINDS: [&str; 3] = ["FdNotClosed", "FdBadClose", "FdBadUse"];
-
-/// Whether `kind` is one of [`FD_KINDS`].
-pub fn is_fd_kind(kind: &str) -> bool {
-    FD_KINDS.contains(&kind)
+/// Memcheck's error kinds (protocol 4-6) and leakgate's `FatalSignal`: the
+/// known kinds that are neither leaks, descriptor kinds nor `cuda-ipc`.
+pub fn error_kinds() -> impl Iterator<Item = &'static Kind> {
+    Kind::KNOWN.iter().filter(|k| k.is_memory_error())
 }
 
 /// A `--fail-on` item that is neither a group nor a known kind.
@@ -72,7 +40,7 @@ pub enum PolicyError {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailOn {
     /// Individual kinds (leak kinds and error kinds).
-    pub kinds: BTreeSet<String>,
+    pub kinds: BTreeSet<Kind>,
     /// Every non-leak kind, known or not, except the descriptor kinds
     /// ([`FD_KINDS`], listed in `kinds` when gated) and `cuda-ipc`.
     pub errors: bool,
@@ -95,10 +63,10 @@ impl FailOn {
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             any = true;
             match item.to_ascii_lowercase().as_str() {
-                "definite" => f.add("Leak_DefinitelyLost"),
-                "indirect" => f.add("Leak_IndirectlyLost"),
-                "possible" => f.add("Leak_PossiblyLost"),
-                "reachable" => f.add("Leak_StillReachable"),
+                "definite" => f.add(&Kind::DefinitelyLost),
+                "indirect" => f.add(&Kind::IndirectlyLost),
+                "possible" => f.add(&Kind::PossiblyLost),
+                "reachable" => f.add(&Kind::StillReachable),
                 "leaks" => LEAK_KINDS.iter().for_each(|k| f.add(k)),
                 "errors" => {
                     f.errors = true;
@@ -112,13 +80,12 @@ impl FailOn {
                     f.errors = true;
                 }
                 "none" => {}
-                "cuda-ipc" => f.add(crate::analyze::processes::CUDA_IPC_KIND),
+                "cuda-ipc" => f.add(&Kind::CudaIpcProducerExited),
                 _ => {
-                    let known = LEAK_KINDS
+                    let known = Kind::KNOWN
                         .iter()
-                        .chain(ERROR_KINDS.iter())
-                        .chain(FD_KINDS.iter())
-                        .find(|k| k.eq_ignore_ascii_case(item));
+                        .filter(|k| **k != Kind::CudaIpcProducerExited)
+                        .find(|k| k.as_str().eq_ignore_ascii_case(item));
                     match known {
                         Some(k) => f.add(k),
                         None => return Err(PolicyError::UnknownItem(item.to_string())),
@@ -132,20 +99,17 @@ impl FailOn {
         Ok(f)
     }
 
-    fn add(&mut self, kind: &str) {
-        self.kinds.insert(kind.to_string());
+    fn add(&mut self, kind: &Kind) {
+        self.kinds.insert(kind.clone());
     }
 
     /// Whether a user finding of `kind` fails the gate.
-    pub fn matches(&self, kind: &str) -> bool {
-        // Not a memory error: gated only when asked for (`cuda-ipc`).
-        if kind == crate::analyze::processes::CUDA_IPC_KIND {
-            return self.kinds.contains(kind);
-        }
-        if kind.starts_with("Leak_") || is_fd_kind(kind) {
-            self.kinds.contains(kind)
-        } else {
+    pub fn matches(&self, kind: &Kind) -> bool {
+        // Leaks, descriptors and the CUDA-IPC warning only when named.
+        if kind.is_memory_error() {
             self.errors || self.kinds.contains(kind)
+        } else {
+            self.kinds.contains(kind)
         }
     }
 
@@ -158,12 +122,12 @@ impl FailOn {
     pub fn items(&self) -> Vec<String> {
         let mut out = Vec::new();
         let names = ["definite", "indirect", "possible", "reachable"];
-        for (name, kind) in names.iter().zip(LEAK_KINDS) {
+        for (name, kind) in names.iter().zip(&LEAK_KINDS) {
             if self.kinds.contains(kind) {
                 out.push((*name).to_string());
             }
         }
-        let fds = FD_KINDS.iter().all(|k| self.kinds.contains(*k));
+        let fds = FD_KINDS.iter().all(|k| self.kinds.contains(k));
         match (self.errors, fds) {
             (true, true) => out.push("errors".into()),
             (true, false) => out.push("memerrors".into()),
@@ -171,19 +135,19 @@ impl FailOn {
             (false, false) => {}
         }
         for k in &self.kinds {
-            if k == crate::analyze::processes::CUDA_IPC_KIND {
+            if *k == Kind::CudaIpcProducerExited {
                 out.push("cuda-ipc".into());
                 continue;
             }
-            let covered = if is_fd_kind(k) {
+            let covered = if k.is_fd() {
                 fds
             } else {
-                LEAK_KINDS.contains(&k.as_str()) || self.errors
+                k.is_leak() || self.errors
             };
             if covered {
                 continue;
             }
-            out.push(k.clone());
+            out.push(k.to_string());
         }
         if out.is_empty() {
             out.push("none".into());
@@ -207,51 +171,59 @@ pub fn parse_fail_on(s: &str) -> Result<FailOn, PolicyError> {
 mod tests {
     use super::*;
 
+    fn k(s: &str) -> Kind {
+        Kind::parse(s)
+    }
+
     #[test]
     fn default_list() {
         let f = FailOn::default();
-        assert!(f.matches("Leak_DefinitelyLost"));
-        assert!(f.matches("Leak_IndirectlyLost"));
-        assert!(!f.matches("Leak_PossiblyLost"));
-        assert!(!f.matches("Leak_StillReachable"));
-        assert!(f.matches("InvalidRead"));
-        assert!(f.matches("SomeFutureKind"));
+        assert!(f.matches(&k("Leak_DefinitelyLost")));
+        assert!(f.matches(&k("Leak_IndirectlyLost")));
+        assert!(!f.matches(&k("Leak_PossiblyLost")));
+        assert!(!f.matches(&k("Leak_StillReachable")));
+        assert!(f.matches(&k("InvalidRead")));
+        assert!(f.matches(&k("SomeFutureKind")));
         assert_eq!(f.to_string(), DEFAULT_FAIL_ON);
     }
 
     #[test]
     fn single_kinds_and_groups() {
         let f = FailOn::parse("possible, invalidread").unwrap();
-        assert!(f.matches("Leak_PossiblyLost"));
-        assert!(f.matches("InvalidRead"));
-        assert!(!f.matches("InvalidWrite"));
-        assert!(!f.matches("Leak_DefinitelyLost"));
+        assert!(f.matches(&k("Leak_PossiblyLost")));
+        assert!(f.matches(&k("InvalidRead")));
+        assert!(!f.matches(&k("InvalidWrite")));
+        assert!(!f.matches(&k("Leak_DefinitelyLost")));
         assert_eq!(f.to_string(), "possible,InvalidRead");
         let n = FailOn::parse("none").unwrap();
         assert!(n.is_empty());
-        assert!(!n.matches("InvalidRead"));
+        assert!(!n.matches(&k("InvalidRead")));
         assert_eq!(n.to_string(), "none");
         let a = FailOn::parse("all").unwrap();
-        assert!(a.matches("Leak_StillReachable"));
+        assert!(a.matches(&k("Leak_StillReachable")));
         assert_eq!(a.to_string(), "definite,indirect,possible,reachable,errors");
     }
 
     #[test]
     fn descriptor_kinds() {
         let d = FailOn::default();
-        assert!(d.matches("FdNotClosed") && d.matches("FdBadClose") && d.matches("FdBadUse"));
+        assert!(
+            d.matches(&k("FdNotClosed"))
+                && d.matches(&k("FdBadClose"))
+                && d.matches(&k("FdBadUse"))
+        );
         let m = FailOn::parse("definite,memerrors").unwrap();
-        assert!(m.matches("InvalidRead") && !m.matches("FdNotClosed"));
+        assert!(m.matches(&k("InvalidRead")) && !m.matches(&k("FdNotClosed")));
         assert_eq!(m.to_string(), "definite,memerrors");
         let f = FailOn::parse("definite,fds").unwrap();
-        assert!(f.matches("FdBadClose") && !f.matches("InvalidRead"));
+        assert!(f.matches(&k("FdBadClose")) && !f.matches(&k("InvalidRead")));
         assert_eq!(f.to_string(), "definite,fds");
         assert_eq!(
             FailOn::parse("memerrors,fds").unwrap().to_string(),
             "errors"
         );
         let one = FailOn::parse("FdNotClosed").unwrap();
-        assert!(one.matches("FdNotClosed") && !one.matches("FdBadClose"));
+        assert!(one.matches(&k("FdNotClosed")) && !one.matches(&k("FdBadClose")));
         assert_eq!(one.to_string(), "FdNotClosed");
         assert_eq!(
             FailOn::parse("all").unwrap(),

@@ -19,9 +19,9 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
     let mut shown = [0usize; 3];
     let mut hidden = 0usize;
     for f in ci::user_findings(r) {
-        let (level, slot) = if ci::fails(r, f) {
+        let (level, slot) = if f.fails {
             ("error", 0)
-        } else if f.baseline.as_deref() == Some("known") {
+        } else if f.is_known() {
             ("notice", 2)
         } else {
             ("warning", 1)

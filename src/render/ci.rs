@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use crate::gate;
-use crate::render::text::{kind_noun, thousands};
+use crate::kind::Kind;
 use crate::report::{Finding, FrameOut, Report};
+use crate::util::{fnv1a, thousands};
 
 /// Where the repository is, for relative paths (`--repo-root`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -52,46 +52,15 @@ pub fn user_findings(r: &Report) -> Vec<&Finding> {
     r.findings.iter().filter(|f| f.is_user()).collect()
 }
 
-/// Whether the policy counts `f` (the `gated` flag; for older reports the
-/// default policy).
-pub fn is_gated(f: &Finding) -> bool {
-    f.gated.unwrap_or_else(|| {
-        f.is_user() && gate::is_gated_kind(&f.kind) && f.baseline.as_deref() != Some("known")
-    })
-}
-
-/// Whether `f` is one of the findings that fail the gate in this report:
-/// gated, and for leaks, the gated leaks' bytes exceed `--max-leaked-bytes`.
-pub fn fails(r: &Report, f: &Finding) -> bool {
-    if !is_gated(f) {
-        return false;
-    }
-    if !f.is_leak() {
-        return true;
-    }
-    match r.policy.as_ref().and_then(|p| p.max_leaked_bytes) {
-        None => true,
-        Some(max) => {
-            let total: u64 = r
-                .findings
-                .iter()
-                .filter(|g| g.is_leak() && is_gated(g))
-                .map(gate::leaked_bytes)
-                .fold(0u64, u64::saturating_add);
-            total > max
-        }
-    }
-}
-
 /// Why a user finding does not fail, for people (None if it fails).
 pub fn why_not_failing(r: &Report, f: &Finding) -> Option<String> {
-    if fails(r, f) {
+    if f.fails {
         return None;
     }
-    if f.baseline.as_deref() == Some("known") {
+    if f.is_known() {
         return Some("known from the baseline: reported, not gated".into());
     }
-    if is_gated(f) {
+    if f.is_gated() {
         return Some("within --max-leaked-bytes: reported, not gated".into());
     }
     let list = r
@@ -145,7 +114,7 @@ pub fn headline(f: &Finding) -> String {
         )
     } else {
         let msg = if f.message.is_empty() {
-            kind_noun(&f.kind).0
+            f.kind.noun().0
         } else {
             f.message.clone()
         };
@@ -217,16 +186,6 @@ pub fn site_key(r: &Report, f: &Finding) -> String {
     format!("{}-{}", f.fingerprint, rank + 1)
 }
 
-/// 64-bit FNV-1a.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 /// A one-line summary of the noise: `python: 37 records (2,864 bytes)`.
 pub fn noise_line(r: &Report) -> String {
     let noise = &r.summary.noise;
@@ -250,8 +209,8 @@ pub fn noise_line(r: &Report) -> String {
 }
 
 /// Help for a Valgrind kind: (short description, full description).
-pub fn kind_help(kind: &str) -> (&'static str, &'static str) {
-    match kind {
+pub fn kind_help(kind: &Kind) -> (&'static str, &'static str) {
+    match kind.as_str() {
         "Leak_DefinitelyLost" => (
             "Memory definitely lost",
             "A heap block allocated here is no longer pointed to by anything when the program exits: it can never be freed. Free it on every path (including error paths), or give it an owner (a smart pointer, a Python object's destructor).",

@@ -14,9 +14,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
+use crate::kind::Kind;
 use crate::model::ExitStatus;
-use crate::render::text::{kind_noun, thousands};
-use crate::report::{Finding, FrameOut, ProcessOut, Report};
+use crate::report::{Finding, FrameOut, Growth, ProcessOut, Report};
+use crate::util::{plural, shell_join, thousands};
 
 const CSS: &str = include_str!("html.css");
 
@@ -97,10 +98,6 @@ fn esc_cut(s: &str, max: usize, class: &str) -> String {
     }
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{} {}", thousands(n), if n == 1 { one } else { many })
-}
-
 /// `1536` → `1.5 KiB`.
 fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -118,23 +115,6 @@ fn human_bytes(n: u64) -> String {
     } else {
         format!("{v:.1} {}", UNITS[u])
     }
-}
-
-/// An argv as a person would type it (single quotes where needed).
-fn shell_join(argv: &[String]) -> String {
-    argv.iter()
-        .map(|a| {
-            let plain = !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
-            if plain {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn basename(p: &str) -> &str {
@@ -311,9 +291,9 @@ fn status_label(status: &str) -> (&'static str, &'static str) {
 fn verdict_sentence(r: &Report) -> String {
     let mut by_kind: Vec<(String, u64)> = Vec::new();
     for f in r.findings.iter().filter(|f| f.is_user()) {
-        match by_kind.iter_mut().find(|(k, _)| *k == f.kind) {
+        match by_kind.iter_mut().find(|(k, _)| f.kind == k.as_str()) {
             Some((_, n)) => *n += 1,
-            None => by_kind.push((f.kind.clone(), 1)),
+            None => by_kind.push((f.kind.to_string(), 1)),
         }
     }
     if by_kind.is_empty() {
@@ -322,7 +302,7 @@ fn verdict_sentence(r: &Report) -> String {
     let parts: Vec<String> = by_kind
         .iter()
         .map(|(k, n)| {
-            let (one, many) = kind_noun(k);
+            let (one, many) = crate::kind::Kind::parse(k).noun();
             plural(*n, &one, &many)
         })
         .collect();
@@ -474,8 +454,8 @@ fn amount(f: &Finding) -> String {
     }
 }
 
-fn kind_class(kind: &str) -> &'static str {
-    match kind {
+fn kind_class(kind: &Kind) -> &'static str {
+    match kind.as_str() {
         "Leak_DefinitelyLost" | "Leak_IndirectlyLost" => "k-leak",
         k if k.starts_with("Leak_") => "k-soft",
         "FatalSignal" => "k-crash",
@@ -509,19 +489,19 @@ fn user_section(o: &mut String, r: &Report, src: &mut Sources, context: u32) {
 }
 
 fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, context: u32) {
-    let gated = crate::gate::is_gated_kind(&f.kind) || crate::gate::grows_per_call(f);
+    let gated = f.is_gated();
     let _ = writeln!(
         o,
         "<article class=\"card {}\" id=\"finding-{n}\" data-kind=\"{}\" data-fingerprint=\"{}\">",
         kind_class(&f.kind),
-        esc(&f.kind),
+        esc(f.kind.as_str()),
         esc(&f.fingerprint)
     );
     let _ = write!(
         o,
         "<div class=\"chead\"><span class=\"num\">{n}</span><span class=\"badge {}\">{}</span><span class=\"amount\">{}</span>",
         kind_class(&f.kind),
-        esc(&f.kind),
+        esc(f.kind.as_str()),
         esc(&amount(f))
     );
     if !gated {
@@ -561,7 +541,7 @@ fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, context: u32) 
         );
     }
     if !f.tests.is_empty() {
-        let growth = match (f.growth.as_deref(), &f.per_call) {
+        let growth = match (f.growth.map(Growth::as_str), &f.per_call) {
             _ if !f.is_leak() => "first occurred in:".to_string(),
             (Some("per_call"), Some(pc)) => format!(
                 "grows per call: +{} in +{} each time it ran",
@@ -813,7 +793,7 @@ fn noise_section(o: &mut String, r: &Report) {
         let e = table
             .entry((
                 f.source.clone().unwrap_or_else(|| "?".into()),
-                f.kind.clone(),
+                f.kind.to_string(),
             ))
             .or_default();
         e.0 += 1;
@@ -857,7 +837,7 @@ fn noise_section(o: &mut String, r: &Report) {
             let _ = writeln!(
                 o,
                 "<tr><td><span class=\"badge {}\">{}</span></td><td class=\"r\">{}</td><td class=\"r\">{}</td><td class=\"r\">{}</td><td class=\"barcol\"></td></tr>",
-                kind_class(k),
+                kind_class(&Kind::parse(k)),
                 esc(k),
                 if *nf > 0 {
                     thousands(*nf)
@@ -891,7 +871,7 @@ fn noise_section(o: &mut String, r: &Report) {
                 "<tr><td>{}</td><td><span class=\"badge {}\">{}</span></td><td class=\"r\">{}</td><td class=\"r\">{}</td><td class=\"wh\">{}</td></tr>",
                 esc(f.source.as_deref().unwrap_or("?")),
                 kind_class(&f.kind),
-                esc(&f.kind),
+                esc(f.kind.as_str()),
                 thousands(f.records),
                 f.bytes.map(thousands).unwrap_or_default(),
                 noise_where(f)

@@ -16,7 +16,7 @@ use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 
 use crate::model::ExitStatus;
 use crate::render::ci::{self, CiContext};
-use crate::report::Report;
+use crate::report::{Growth, Report};
 
 /// One testcase before writing.
 struct Case {
@@ -206,7 +206,7 @@ fn per_test_cases<'a>(
                     f.kind
                 ));
             }
-            match (t.growth.as_deref(), &f.per_call) {
+            match (t.growth.map(Growth::as_str), &f.per_call) {
                 (Some("per_call"), Some(pc)) => body.push_str(&format!(
                     ", {} bytes ({} blocks) per call\n",
                     pc.bytes, pc.blocks
@@ -227,7 +227,7 @@ fn per_test_cases<'a>(
         let (classname, name, file) = pytest_names(test);
         let outcome = match failing.first() {
             Some(first) => Outcome::Failure {
-                kind: first.kind.clone(),
+                kind: first.kind.to_string(),
                 message: format!(
                     "{test} leaked: {}",
                     failing
@@ -283,7 +283,7 @@ fn cases(r: &Report, ctx: &CiContext) -> Vec<Case> {
         body.push_str(&format!("fingerprint: {}\n", f.fingerprint));
         let outcome = match ci::why_not_failing(r, f) {
             None => Outcome::Failure {
-                kind: f.kind.clone(),
+                kind: f.kind.to_string(),
                 message: format!("{} at {place}", ci::headline(f)),
                 body: body.clone(),
             },
@@ -359,7 +359,7 @@ fn properties(r: &Report) -> Vec<(String, String)> {
         ("leakgate.version".to_string(), r.tool.version.clone()),
         ("mode".into(), r.mode.clone()),
         ("command".into(), r.command.join(" ")),
-        ("verdict".into(), r.verdict.status.clone()),
+        ("verdict".into(), r.verdict.status.to_string()),
         ("exit_code".into(), r.verdict.exit_code.to_string()),
     ];
     if let Some(v) = &r.valgrind.version {

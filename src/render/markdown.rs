@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use crate::render::ci::{self, CiContext, md_cell};
-use crate::render::text::thousands;
-use crate::report::Report;
+use crate::report::{BaselineState, Report};
+use crate::util::thousands;
 
 /// Table rows shown before "... and N more".
 const MAX_ROWS: usize = 50;
@@ -23,7 +23,7 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
         _ => ("❌", "error"),
     };
     let user = ci::user_findings(r);
-    let failing = user.iter().filter(|f| ci::fails(r, f)).count();
+    let failing = user.iter().filter(|f| f.fails).count();
     let _ = writeln!(
         o,
         "### {icon} leakgate: {word} — {} in your code, {failing} failing the gate\n",
@@ -48,9 +48,9 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
             let _ = writeln!(o, "|---|---|---|---|---:|");
         }
         for f in user.iter().take(MAX_ROWS) {
-            let mark = if ci::fails(r, f) {
+            let mark = if f.fails {
                 "❌"
-            } else if f.baseline.as_deref() == Some("known") {
+            } else if f.is_known() {
                 "➖"
             } else {
                 "⚠️"
@@ -68,7 +68,7 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
                 md_cell(ci::function(f))
             );
             if with_baseline {
-                let _ = write!(o, " {} |", f.baseline.as_deref().unwrap_or(""));
+                let _ = write!(o, " {} |", f.baseline.map_or("", BaselineState::as_str));
             }
             o.push('\n');
         }

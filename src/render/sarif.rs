@@ -17,8 +17,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
+use crate::kind::Kind;
 use crate::render::ci::{self, CiContext};
-use crate::report::{Finding, FrameOut, Report};
+use crate::report::{BaselineState, Finding, FrameOut, Report, Status};
 
 /// Where the SARIF 2.1.0 schema is published (GitHub's examples use it).
 pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -36,7 +37,7 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
     let results: Vec<Value> = user
         .iter()
         .map(|f| {
-            let idx = kinds.iter().position(|k| *k == f.kind).unwrap_or(0);
+            let idx = kinds.iter().position(|k| f.kind == *k).unwrap_or(0);
             result(r, ctx, f, idx)
         })
         .collect();
@@ -92,27 +93,24 @@ fn invocation(r: &Report) -> Value {
         .iter()
         .map(|n| json!({"level": "note", "message": {"text": n}}))
         .chain(r.verdict.reasons.iter().map(|n| {
-            json!({"level": if r.verdict.status == "incomplete" { "error" } else { "note" },
+            json!({"level": if r.verdict.status == Status::Incomplete { "error" } else { "note" },
                    "message": {"text": n}})
         }))
         .collect();
     json!({
-        "executionSuccessful": r.verdict.status != "incomplete" && r.verdict.status != "error",
+        "executionSuccessful": !matches!(r.verdict.status, Status::Incomplete | Status::Error),
         "exitCode": r.verdict.exit_code,
         "toolExecutionNotifications": notes,
     })
 }
 
-/// The rule's level: does this kind fail the gate under the report's policy?
+/// The rule's level: `error` when the gate counted this kind's findings
+/// (their `gated`), else `warning`.
 fn rule(r: &Report, kind: &str) -> Value {
-    let (short, full) = ci::kind_help(kind);
-    let gated = match &r.policy {
-        Some(p) => crate::gate::policy::FailOn::parse(&p.fail_on.join(","))
-            .map(|f| f.matches(kind))
-            .unwrap_or(false),
-        None => crate::gate::is_gated_kind(kind),
-    };
-    let leak = kind.starts_with("Leak_");
+    let kind_t = Kind::parse(kind);
+    let (short, full) = ci::kind_help(&kind_t);
+    let gated = r.findings.iter().any(|f| f.kind == kind_t && f.is_gated());
+    let leak = kind_t.is_leak();
     let tag = if leak { "memory-leak" } else { "memory-error" };
     json!({
         "id": kind,
@@ -128,10 +126,10 @@ fn rule(r: &Report, kind: &str) -> Value {
     })
 }
 
-fn level(r: &Report, f: &Finding) -> &'static str {
-    if ci::fails(r, f) {
+fn level(f: &Finding) -> &'static str {
+    if f.fails {
         "error"
-    } else if f.baseline.as_deref() == Some("known") {
+    } else if f.is_known() {
         "note"
     } else {
         "warning"
@@ -149,13 +147,13 @@ fn result(r: &Report, ctx: &CiContext, f: &Finding, rule_index: usize) -> Value 
     let mut res = json!({
         "ruleId": f.kind,
         "ruleIndex": rule_index,
-        "level": level(r, f),
+        "level": level(f),
         "message": {"text": text},
         "locations": [primary_location(ctx, f)],
         "partialFingerprints": {"leakgate/v1": ci::site_key(r, f)},
         "properties": {
             "fingerprint": f.fingerprint,
-            "gated": ci::is_gated(f),
+            "gated": f.is_gated(),
             "count": f.count,
             "pids": f.pids,
         },
@@ -165,7 +163,10 @@ fn result(r: &Report, ctx: &CiContext, f: &Finding, rule_index: usize) -> Value 
         res["properties"]["blocks"] = json!(f.blocks);
     }
     if let Some(state) = &f.baseline {
-        res["baselineState"] = json!(if state == "known" { "unchanged" } else { "new" });
+        res["baselineState"] = json!(match state {
+            BaselineState::Known => "unchanged",
+            BaselineState::New => "new",
+        });
     }
     if !f.stack.is_empty() {
         res["codeFlows"] = json!([code_flow(ctx, f)]);

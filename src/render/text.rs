@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{Finding, FrameOut, Report};
+use crate::report::{Finding, FrameOut, Growth, Report};
+use crate::util::{plural, thousands};
 
 /// Rendering options.
 #[derive(Debug, Clone, Copy, Default)]
@@ -40,48 +41,6 @@ impl Style {
     }
     fn dim(&self, s: &str) -> String {
         self.paint("2", s)
-    }
-}
-
-/// `1234567` → `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{} {}", thousands(n), if n == 1 { one } else { many })
-}
-
-/// A person's name for a Valgrind kind, singular and plural.
-pub fn kind_noun(kind: &str) -> (String, String) {
-    match kind {
-        "Leak_DefinitelyLost" => (
-            "definitely-lost leak".into(),
-            "definitely-lost leaks".into(),
-        ),
-        "Leak_IndirectlyLost" => (
-            "indirectly-lost leak".into(),
-            "indirectly-lost leaks".into(),
-        ),
-        "Leak_PossiblyLost" => ("possibly-lost leak".into(), "possibly-lost leaks".into()),
-        "Leak_StillReachable" => (
-            "still-reachable block".into(),
-            "still-reachable blocks".into(),
-        ),
-        "FatalSignal" => ("crash".into(), "crashes".into()),
-        "CudaIpcProducerExited" => (
-            "CUDA-IPC producer warning".into(),
-            "CUDA-IPC producer warnings".into(),
-        ),
-        k => (format!("{k} error"), format!("{k} errors")),
     }
 }
 
@@ -145,9 +104,9 @@ fn verdict_line(r: &Report, st: &Style) -> String {
     let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
     let mut by_kind: Vec<(String, u64)> = Vec::new();
     for f in &user {
-        match by_kind.iter_mut().find(|(k, _)| *k == f.kind) {
+        match by_kind.iter_mut().find(|(k, _)| f.kind == k.as_str()) {
             Some((_, n)) => *n += 1,
-            None => by_kind.push((f.kind.clone(), 1)),
+            None => by_kind.push((f.kind.to_string(), 1)),
         }
     }
     let what = if by_kind.is_empty() {
@@ -156,7 +115,7 @@ fn verdict_line(r: &Report, st: &Style) -> String {
         let parts: Vec<String> = by_kind
             .iter()
             .map(|(k, n)| {
-                let (one, many) = kind_noun(k);
+                let (one, many) = crate::kind::Kind::parse(k).noun();
                 plural(*n, &one, &many)
             })
             .collect();
@@ -263,14 +222,19 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         } else {
             plural(f.count, "occurrence", "occurrences")
         };
-        let gated = if f.baseline.as_deref() == Some("known") {
+        let gated = if f.is_known() {
             " (known from the baseline, not gated)"
-        } else if crate::render::ci::is_gated(f) {
+        } else if f.is_gated() {
             if f.baseline.is_some() { " (new)" } else { "" }
         } else {
             " (reported, not gated)"
         };
-        let _ = writeln!(o, "{:>3}. {} — {amount}{gated}", i + 1, st.bold(&f.kind));
+        let _ = writeln!(
+            o,
+            "{:>3}. {} — {amount}{gated}",
+            i + 1,
+            st.bold(f.kind.as_str())
+        );
         if !f.is_leak() && !f.message.is_empty() {
             let _ = writeln!(o, "     {}", f.message);
         }
@@ -463,7 +427,7 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
 
 /// `per call: +16 bytes in 1 block each time it ran`, `one-time`, ...
 fn growth_text(f: &Finding) -> String {
-    match (f.growth.as_deref(), &f.per_call) {
+    match (f.growth.map(Growth::as_str), &f.per_call) {
         (Some("per_call"), Some(pc)) => format!(
             "grows per call: +{} in +{} each time it ran",
             plural(pc.bytes, "byte", "bytes"),
@@ -616,29 +580,29 @@ fn by_test(o: &mut String, r: &Report, user: &[&Finding], st: &Style) {
                     format!("{at} in {}", l.function.as_deref().unwrap_or("???"))
                 })
                 .unwrap_or_else(|| "???".into());
-            let what = match (t.growth.as_deref(), &f.per_call) {
+            let what = match (t.growth.map(Growth::as_str), &f.per_call) {
                 _ if !f.is_leak() => format!(
                     "{} ({})",
-                    kind_noun(&f.kind).0,
+                    f.kind.noun().0,
                     plural(t.errors, "error context", "error contexts")
                 ),
                 (Some("per_call"), Some(pc)) => format!(
                     "leaks {} per call ({}, +{} each time it ran)",
                     plural(pc.bytes, "byte", "bytes"),
-                    kind_noun(&f.kind).0,
+                    f.kind.noun().0,
                     plural(pc.blocks, "block", "blocks")
                 ),
                 (Some("one_time"), _) => format!(
                     "one-time: {} in {} ({})",
                     plural(t.bytes, "byte", "bytes"),
                     plural(t.blocks, "block", "blocks"),
-                    kind_noun(&f.kind).0
+                    f.kind.noun().0
                 ),
                 _ => format!(
                     "{} in {} ({})",
                     plural(t.bytes, "byte", "bytes"),
                     plural(t.blocks, "block", "blocks"),
-                    kind_noun(&f.kind).0
+                    f.kind.noun().0
                 ),
             };
             let _ = writeln!(o, "    #{} {what} at {place}", i + 1);

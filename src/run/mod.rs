@@ -468,8 +468,8 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         }
     }
     if per_test {
-        let probe = crate::probe::write_probe(&dir.path().join("probe"))
-            .map_err(RunError::TempDir)?;
+        let probe =
+            crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
         let mut pp = OsString::from(probe.as_os_str());
         let old = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty());
         if let Some(old) = &old {

@@ -184,14 +184,13 @@ fn run_line(dir: &Path, shared: &Shared, term: &SharedTerm) {
         let line = format!(
             "leakgate: {phase} · {} · {} · {}",
             elapsed(started.elapsed()),
-            crate::render::text::thousands(pids.len() as u64)
+            crate::util::thousands(pids.len() as u64)
                 + if pids.len() == 1 {
                     " process"
                 } else {
                     " processes"
                 },
-            crate::render::text::thousands(records)
-                + if records == 1 { " record" } else { " records" }
+            crate::util::thousands(records) + if records == 1 { " record" } else { " records" }
         );
         {
             let mut t = term.lock().expect("terminal lock");

@@ -16,7 +16,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex};
 
 use super::progress::SharedTerm;
-use crate::analyze::processes::CUDA_IPC_TEXT;
+use crate::kind::CUDA_IPC_TEXT;
 
 /// What the watcher found.
 #[derive(Debug, Default)]

@@ -175,7 +175,7 @@ impl GKind {
             RecordKind::SizeMismatch if target.at_least(3, 22) => plain("SizeMismatch"),
             RecordKind::Other { tool, kind }
                 if tool == "CoreError"
-                    && crate::gate::policy::is_fd_kind(kind)
+                    && crate::kind::is_fd_kind(kind)
                     && target.at_least(FD_ERRORS_IN_XML.0, FD_ERRORS_IN_XML.1) =>
             {
                 plain(&format!("CoreError:{kind}"))
@@ -639,7 +639,7 @@ fn prepare(opts: &GenOptions, rec: &Record, att: &Attribution, suppressed: bool)
         for (f, n) in &g.frames {
             let _ = write!(t, "\n{}{n}", if *f { "fun:" } else { "obj:" });
         }
-        fnv(&t)
+        crate::util::fnv1a(t.as_bytes())
     });
     let Some(kind) = GKind::of(&rk, opts.target()) else {
         return Prepared::Skipped(raw);
@@ -659,15 +659,6 @@ fn prepare(opts: &GenOptions, rec: &Record, att: &Attribution, suppressed: bool)
         }),
         raw,
     }
-}
-
-fn fnv(s: &str) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for b in s.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
 }
 
 impl Generator {
@@ -1117,27 +1108,10 @@ pub fn summary_line(g: &Generated, path: &str) -> String {
     )
 }
 
-/// Shell-quotes argv for the header.
-pub fn shell_join(args: &[String]) -> String {
-    args.iter()
-        .map(|a| {
-            if !a.is_empty()
-                && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-            {
-                a.clone()
-            } else {
-                format!("'{}'", a.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// The command line this process was started with, for file headers.
 fn invocation() -> String {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    format!("leakgate {}", shell_join(&args))
+    format!("leakgate {}", crate::util::shell_join(&args))
 }
 
 /// Writes `text` to `path`, or standard output when `path` is `None`.
@@ -1232,7 +1206,7 @@ pub fn cmd_suppress(a: SuppressArgs) -> anyhow::Result<i32> {
     );
     if let Some(what) = accounting {
         eprintln!("leakgate: internal error: {what}; please report this bug");
-        return Ok(crate::gate::EXIT_INTERNAL);
+        return Ok(crate::exit::INTERNAL);
     }
     Ok(0)
 }

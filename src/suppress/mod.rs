@@ -16,8 +16,8 @@
 //! attribution among several matching rules may differ; whether *some* rule
 //! matches does not depend on it.
 
-pub mod generate;
 pub mod bundled;
+pub mod generate;
 pub mod kind;
 pub mod load;
 pub mod matcher;

@@ -427,7 +427,7 @@ impl<'a> Parser<'a> {
         // `CoreError:FdNotClosed` rule applies whatever the tool. Older
         // readers skip it (as another tool's), and their reports hold no
         // such records, so reading it here changes nothing for them.
-        let core_fd = tool_name_present("CoreError", tools) && crate::gate::policy::is_fd_kind(kind_name);
+        let core_fd = tool_name_present("CoreError", tools) && crate::kind::is_fd_kind(kind_name);
         if !core_fd && !tool_name_present(self.tool, tools) {
             loop {
                 match self.line()? {

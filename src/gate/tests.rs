@@ -1,0 +1,165 @@
+//! Unit tests of the gate: precedence of exit codes, marks, notes.
+
+use super::policy::FailOn;
+use super::*;
+use crate::model::ExitStatus;
+use crate::report::Category;
+
+#[test]
+fn gated_kinds() {
+    let gated = |s: &str| Kind::parse(s).gated_by_default();
+    assert!(gated("Leak_DefinitelyLost"));
+    assert!(gated("Leak_IndirectlyLost"));
+    assert!(!gated("Leak_PossiblyLost"));
+    assert!(!gated("Leak_StillReachable"));
+    assert!(gated("InvalidRead"));
+    assert!(gated("SomeFutureKind"));
+}
+
+#[test]
+fn precedence() {
+    let p = Policy::default();
+    let v = verdict(&p, &[], &[], Some(&ExitStatus::Code(3)), &["no XML".into()]);
+    assert_eq!(v.exit_code, crate::exit::INCOMPLETE);
+    let v = verdict(&p, &[], &[], Some(&ExitStatus::Code(3)), &[]);
+    assert_eq!(v.exit_code, crate::exit::TARGET);
+    let q = Policy {
+        fail_on_target_exit: false,
+        ..Policy::default()
+    };
+    let v = verdict(&q, &[], &[], Some(&ExitStatus::Code(3)), &[]);
+    assert_eq!(v.exit_code, crate::exit::PASS);
+}
+
+/// A finding whose stack is `malloc` in Valgrind's preload, then one
+/// frame in each of `objects`.
+fn noise(kind: &str, source: &str, records: u64, objects: &[&str]) -> Finding {
+    let frame = |function: &str, object: &str| crate::report::FrameOut {
+        function: Some(function.into()),
+        object: Some(object.into()),
+        file: None,
+        path: None,
+        line: None,
+        ip: None,
+        user: false,
+    };
+    let mut stack = vec![frame(
+        "malloc",
+        "/usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so",
+    )];
+    stack.extend(objects.iter().map(|o| frame("f", o)));
+    Finding {
+        kind: kind.into(),
+        category: if source == "user" {
+            Category::User
+        } else {
+            Category::Noise
+        },
+        source: (source != "user").then(|| source.into()),
+        count: 1,
+        stack,
+        pids: vec![1],
+        records,
+        ..Finding::default()
+    }
+}
+
+const LIBPY: &str = "/opt/py/lib/libpython3.11.so.1.0";
+const EXT: &str = "/w/.venv/lib/python3.11/site-packages/spam.cpython-311-x86_64-linux-gnu.so";
+
+#[test]
+fn site_packages_hint_names_the_objects_and_the_flag() {
+    let p = Policy::default();
+    let findings = vec![
+        noise(
+            "Leak_DefinitelyLost",
+            "third_party",
+            2,
+            &[LIBPY, EXT, LIBPY],
+        ),
+        noise("InvalidRead", "third_party", 1, &[EXT]),
+        noise(
+            "Leak_IndirectlyLost",
+            "third_party",
+            1,
+            &["/usr/lib/python3/dist-packages/numpy/core/_multiarray_umath.so"],
+        ),
+        // not gated kinds, other noise, other third-party places: no hint
+        noise(
+            "Leak_PossiblyLost",
+            "third_party",
+            5,
+            &["/v/site-packages/poss.so"],
+        ),
+        noise("Leak_DefinitelyLost", "python", 7, &[LIBPY]),
+        noise(
+            "Leak_DefinitelyLost",
+            "third_party",
+            9,
+            &["/src/third_party/lib.so"],
+        ),
+    ];
+    let notes = notes(&p, &findings, &[], &[]);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    let n = &notes[0];
+    assert!(!n.contains('\n'), "{n}");
+    assert!(
+        n.starts_with("not gated: 4 records of a gated kind in objects under site-packages"),
+        "{n}"
+    );
+    assert!(
+        n.contains("_multiarray_umath.so (1), spam.cpython-311-x86_64-linux-gnu.so (3)"),
+        "{n}"
+    );
+    assert!(
+        n.ends_with("--user-object 'spam.cpython-311-x86_64-linux-gnu.so'"),
+        "{n}"
+    );
+    assert!(!n.contains("poss.so") && !n.contains("lib.so"), "{n}");
+}
+
+#[test]
+fn site_packages_hint_only_when_nothing_is_gated() {
+    let p = Policy::default();
+    let mut findings = vec![noise("Leak_DefinitelyLost", "third_party", 1, &[EXT])];
+    mark(&p, &mut findings);
+    assert!(site_packages_hint(&p, &findings).is_some());
+    findings.push(noise("InvalidWrite", "user", 1, &["/w/spam.so"]));
+    mark(&p, &mut findings);
+    assert_eq!(site_packages_hint(&p, &findings), None);
+    // --fail-on none: nothing of a gated kind
+    let none = Policy {
+        fail_on: FailOn::parse("none").unwrap(),
+        ..Policy::default()
+    };
+    let findings = vec![noise("Leak_DefinitelyLost", "third_party", 1, &[EXT])];
+    assert_eq!(site_packages_hint(&none, &findings), None);
+    // the deciding frame (location) names the object when known
+    let at = |obj: &str| {
+        let mut f = noise("Leak_DefinitelyLost", "third_party", 1, &[EXT]);
+        f.location = Some(crate::analyze::attribute::Location {
+            function: Some("f".into()),
+            file: None,
+            path: None,
+            line: None,
+            object: Some(obj.into()),
+        });
+        f
+    };
+    let n = site_packages_hint(&p, &[at("/v/site-packages/other.so")]).unwrap();
+    assert!(n.contains(": other.so (1);"), "{n}");
+    assert_eq!(site_packages_hint(&p, &[at("/w/build/mine.so")]), None);
+    // more objects than named
+    let objs: Vec<String> = (0..5)
+        .map(|i| format!("/v/site-packages/m{i}.so"))
+        .collect();
+    let findings: Vec<Finding> = objs
+        .iter()
+        .map(|o| noise("Leak_DefinitelyLost", "third_party", 1, &[o.as_str()]))
+        .collect();
+    let n = site_packages_hint(&p, &findings).unwrap();
+    assert!(
+        n.contains("m0.so (1), m1.so (1), m2.so (1), and 2 more"),
+        "{n}"
+    );
+}
