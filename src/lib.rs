@@ -12,6 +12,7 @@ pub mod cli;
 pub mod commands;
 pub mod exit;
 pub mod gate;
+pub mod generate;
 pub mod kind;
 pub mod model;
 pub mod parse;

@@ -1,5 +1,5 @@
-//! The `leakgate` binary: everything lives in the library; see `app.rs`.
+//! The `leakgate` binary: everything lives in the library; see `commands/`.
 
-fn main() {
-    std::process::exit(leakgate::commands::main_exit());
+fn main() -> std::process::ExitCode {
+    leakgate::commands::main()
 }

@@ -1,19 +1,23 @@
-//! CI wiring for `run` and `analyze`: the gate policy from the command line,
-//! the baseline (`--baseline`, `--write-baseline`), and the CI outputs
-//! (`--junit`, `--sarif`, `--codequality`, `--markdown`,
-//! `$GITHUB_STEP_SUMMARY`, GitHub annotations).
+//! Every output of `run` and `analyze`, and the policy and baseline they are
+//! judged with: the report itself (`-o FILE` or standard output, text or
+//! JSON), `--html`, the CI files (`--junit`, `--sarif`, `--codequality`,
+//! `--markdown`, `--write-baseline`), `$GITHUB_STEP_SUMMARY` and GitHub
+//! annotations.
 //!
-//! [`Ci::prepare`] runs before Valgrind does, so that a missing baseline, an
-//! unknown `--repo-root` or an output file in a missing directory is a usage
-//! error (exit 2) and not a wasted run.
+//! [`Outputs::prepare`] runs before Valgrind does, so that a missing
+//! baseline, an unknown `--repo-root` or an output file in a missing or
+//! unwritable directory is a usage error (exit 2) and not a wasted run.
+//! [`Outputs::write`] runs after the gate: a file that cannot be written
+//! then is named on standard error, the other outputs are still written,
+//! and the exit code stays the one the verdict earned.
 
-use std::io::Write as _;
+use std::io::{IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::{AnnotationsChoice, Format, ReportArgs};
+use crate::cli::{AnnotationsChoice, ColorChoice, Format, ReportArgs};
 use crate::gate::baseline::Baseline;
 use crate::gate::{self, Policy};
 use crate::render;
@@ -30,9 +34,9 @@ pub fn policy(args: &ReportArgs, fail_on_target_exit: bool) -> Policy {
     }
 }
 
-/// Everything the CI options need, checked before the run.
+/// Every output the command line asks for, checked before the run.
 #[derive(Debug)]
-pub struct Ci {
+pub struct Outputs {
     policy: Policy,
     baseline: Option<(PathBuf, Baseline)>,
     repo_root: PathBuf,
@@ -50,10 +54,10 @@ enum Output {
     Markdown,
 }
 
-impl Ci {
+impl Outputs {
     /// Loads the baseline, resolves the repository root and checks that
-    /// every output file can be created.
-    pub fn prepare(args: &ReportArgs, policy: Policy) -> Result<Ci> {
+    /// every output file can be created (`-o`, `--html` and the CI files).
+    pub fn prepare(args: &ReportArgs, policy: Policy) -> Result<Outputs> {
         let c = &args.ci;
         let baseline = match &c.baseline {
             Some(p) => Some((p.clone(), Baseline::load(p)?)),
@@ -87,7 +91,13 @@ impl Ci {
         let step_summary = std::env::var_os("GITHUB_STEP_SUMMARY")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from);
-        Ok(Ci {
+        if let Some(p) = &args.output {
+            check_writable(p)?;
+        }
+        if let Some(p) = &args.html {
+            check_writable(p)?;
+        }
+        Ok(Outputs {
             policy,
             baseline,
             repo_root,
@@ -136,12 +146,40 @@ impl Ci {
         report.baseline = baseline;
     }
 
-    /// Writes the baseline and the CI outputs, prints annotations and
-    /// appends the step summary.
-    pub fn emit(&self, report: &Report, args: &ReportArgs) -> Result<()> {
+    /// Writes every output: the report (`-o` or standard output), `--html`,
+    /// the baseline, the CI files, the step summary and the annotations.
+    /// A failure is said on standard error, naming the file, and the rest
+    /// are still written; returns how many failed.
+    pub fn write(&self, report: &Report, args: &ReportArgs) -> usize {
+        let mut failed = 0;
+        let mut fail = |what: String| {
+            eprintln!("leakgate: error: {what}");
+            failed += 1;
+        };
+        if let Some(path) = &args.html {
+            let page = render::html::render(report, &render::html::HtmlOptions::default());
+            if let Err(e) = std::fs::write(path, page) {
+                fail(format!("cannot write {}: {e}", path.display()));
+            }
+        }
+        let text = match args.format {
+            Format::Text => render::text::render(
+                report,
+                render::text::TextOptions {
+                    color: use_color(args.color, args.output.is_none()),
+                    verbose: args.verbose,
+                },
+            ),
+            Format::Json => render::json::render(report),
+        };
+        if let Err(e) = write_or_print(args.output.as_deref(), &text) {
+            fail(e);
+        }
         let ctx = CiContext::new(Some(&self.repo_root));
-        if let Some(p) = &self.write_baseline {
-            Baseline::from_report(report, Some(&self.repo_root)).write(p)?;
+        if let Some(p) = &self.write_baseline
+            && let Err(e) = Baseline::from_report(report, Some(&self.repo_root)).write(p)
+        {
+            fail(format!("{e:#}"));
         }
         for (kind, path) in &self.outputs {
             let text = match kind {
@@ -150,8 +188,9 @@ impl Ci {
                 Output::CodeQuality => render::codequality::render(report, &ctx),
                 Output::Markdown => render::markdown::render(report, &ctx),
             };
-            std::fs::write(path, text)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            if let Err(e) = std::fs::write(path, text) {
+                fail(format!("cannot write {}: {e}", path.display()));
+            }
         }
         if let Some(p) = &self.step_summary {
             let md = render::markdown::render(report, &ctx);
@@ -177,7 +216,40 @@ impl Ci {
                 let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
             }
         }
-        Ok(())
+        failed
+    }
+}
+
+/// Whether text output gets colours: `--color`, else when standard output
+/// is a terminal (and the report goes there) and `NO_COLOR` is unset.
+pub fn use_color(choice: ColorChoice, to_stdout: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            to_stdout
+                && std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
+
+/// Writes `text` to `path`, or to standard output when there is none (a
+/// closed pipe is not an error: `leakgate ... | head`).
+pub fn write_or_print(path: Option<&Path>, text: &str) -> std::result::Result<(), String> {
+    match path {
+        Some(p) => {
+            std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(format!("cannot write the report: {e}"))
+                }
+                _ => Ok(()),
+            }
+        }
     }
 }
 
@@ -201,13 +273,23 @@ fn default_repo_root() -> Result<PathBuf> {
     Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
 }
 
-/// An output file's directory must exist.
-fn check_writable(p: &Path) -> Result<()> {
+/// An output file's directory must exist and take a new file (checked by
+/// creating and removing a temporary file there), and the file must not be
+/// a directory.
+pub fn check_writable(p: &Path) -> Result<()> {
     if p.is_dir() {
         bail!("{}: is a directory", p.display());
     }
-    match p.parent().filter(|d| !d.as_os_str().is_empty()) {
+    let dir = match p.parent().filter(|d| !d.as_os_str().is_empty()) {
         Some(d) if !d.is_dir() => bail!("{}: no such directory {}", p.display(), d.display()),
-        _ => Ok(()),
+        Some(d) => d.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    if let Err(e) = tempfile::Builder::new()
+        .prefix(".leakgate-check")
+        .tempfile_in(&dir)
+    {
+        bail!("{}: cannot write in {}: {e}", p.display(), dir.display());
     }
+    Ok(())
 }

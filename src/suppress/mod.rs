@@ -17,7 +17,6 @@
 //! matches does not depend on it.
 
 pub mod bundled;
-pub mod generate;
 pub mod kind;
 pub mod load;
 pub mod matcher;

@@ -1,0 +1,176 @@
+//! `leakgate run`: the target under Valgrind, then the analysis, the gate
+//! and the outputs. Every output is checked before Valgrind starts.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result, bail};
+
+use super::assemble::build_report;
+use super::outputs::Outputs;
+use super::{load_suppressions, user_spec};
+use crate::analyze::{self, attribute::Attributor};
+use crate::cli::RunArgs;
+use crate::model::ExitStatus;
+use crate::run::{self, RunConfig};
+
+/// `leakgate run [OPTIONS] -- CMD...`.
+pub(super) fn run(a: RunArgs) -> Result<i32> {
+    let spec = user_spec(&a.report, Some(std::env::current_dir()?))?;
+    let outputs = Outputs::prepare(
+        &a.report,
+        super::outputs::policy(&a.report, !a.ignore_target_exit),
+    )?;
+    let suppressor = load_suppressions(&a.report)?;
+    let mut gen_supp = super::RunWriter::new(
+        a.write_suppressions.as_deref(),
+        &a.write_suppressions_kinds,
+        &suppressor,
+    )?;
+    if let Some(dir) = &a.keep_xml {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--keep-xml {}: cannot create directory", dir.display()))?;
+    }
+    let per_test = if a.no_per_test {
+        run::PerTest::Off
+    } else if a.per_test {
+        run::PerTest::On
+    } else {
+        run::PerTest::Auto
+    };
+    if a.repeat == 0 {
+        bail!("--repeat 0: a test must run at least once");
+    }
+    let cfg = RunConfig {
+        valgrind: a.valgrind.clone(),
+        num_callers: a.num_callers,
+        show_leak_kinds: a.show_leak_kinds.clone(),
+        per_test,
+        repeat: a.repeat,
+        track_origins: !a.no_track_origins,
+        track_fds: a.track_fds,
+        extra_args: a.valgrind_args.clone(),
+        cmd: a.cmd.clone(),
+        trace_children: !a.no_trace_children,
+        trace_children_skip: a.trace_children_skip.clone(),
+        timeout: a.timeout,
+        kill_after: a.kill_after,
+        progress: if a.quiet {
+            run::ProgressMode::Never
+        } else if a.progress {
+            run::ProgressMode::Always
+        } else {
+            run::ProgressMode::Auto
+        },
+        ..RunConfig::new(a.cmd.clone())
+    };
+    let mut out = run::run(&cfg)?;
+    if let Some(g) = &mut gen_supp {
+        g.set_target(out.valgrind_version.as_deref());
+    }
+    out.analysing();
+    let mut notes = Vec::new();
+    if let Some(dir) = &a.keep_xml {
+        for f in &out.xml_files {
+            let dest = dir.join(f.file_name().unwrap_or_default());
+            std::fs::copy(f, &dest)
+                .with_context(|| format!("cannot copy {} to {}", f.display(), dest.display()))?;
+        }
+        notes.push(format!("raw XML kept in {}", dir.display()));
+    }
+    if let Some(v) = out
+        .valgrind_version
+        .as_deref()
+        .and_then(crate::versions::VgVersion::parse)
+        .filter(|v| !crate::versions::is_tested(*v))
+    {
+        notes.push(format!(
+            "Valgrind {v} is not a version leakgate is tested with ({}); its XML is read the same way, report anything that looks wrong",
+            crate::versions::tested_list()
+        ));
+    }
+    if out.added_reachable {
+        notes.push(
+            "per-test checkpoints: Valgrind ran with --show-leak-kinds=all to follow blocks that are reachable at one checkpoint and lost at a later one; still-reachable noise of the final leak check is left out".into(),
+        );
+    }
+    let mut problems = Vec::new();
+    if out.xml_files.is_empty() {
+        problems
+            .push("Valgrind wrote no XML report (it failed to start or was killed)".to_string());
+    }
+    let mut exits: HashMap<u64, ExitStatus> = out.exits.clone();
+    exits.insert(u64::from(out.pid), out.exit.clone());
+    let mut analysis = analyze::analyze_files_with(
+        &out.xml_files,
+        Attributor::new(spec.clone()),
+        suppressor.clone(),
+        &exits,
+        gen_supp.as_mut().map(|g| g.observer()),
+        analyze::Options {
+            hide_noise_reachable: out.added_reachable,
+        },
+    )?;
+    if let Some(g) = gen_supp {
+        g.write()?;
+    }
+    crate::analyze::processes::after_run(
+        &mut analysis,
+        &crate::analyze::processes::RunFacts {
+            stopped: out.stopped.as_ref(),
+            stopped_children: out.stopped_children.as_deref(),
+            cuda_ipc: &out.cuda_ipc,
+        },
+        &mut problems,
+        &mut notes,
+    );
+    let valgrind_failed = !problems.is_empty() || analysis.processes.iter().any(|p| !p.complete);
+    if valgrind_failed && !out.log.trim().is_empty() {
+        if !out.log_shown {
+            eprintln!(
+                "leakgate: Valgrind's log ({}):",
+                out.valgrind_path.display()
+            );
+            for line in out.log.lines() {
+                eprintln!("  {line}");
+            }
+        }
+        notes.push(format!("Valgrind's log: {}", summarize_log(&out.log)));
+    }
+    let policy = outputs.policy().clone();
+    let baseline = outputs.classify(&mut analysis.findings);
+    let mut report = build_report(
+        "run",
+        a.cmd.clone(),
+        out.environment.clone(),
+        Some(out.exit.clone()),
+        out.valgrind_version.clone(),
+        analysis,
+        &spec,
+        &policy,
+        &problems,
+        notes,
+        &suppressor,
+        a.report.show_unused_suppressions,
+    );
+    report.valgrind_command = out.valgrind_command.clone();
+    report.stopped = out.stopped.clone();
+    outputs.finish(&mut report, baseline, &problems);
+    out.end_progress();
+    outputs.write(&report, &a.report);
+    drop(out);
+    Ok(report.verdict.exit_code)
+}
+
+/// The last few meaningful lines of Valgrind's log, on one line.
+fn summarize_log(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .map(|l| {
+            l.trim_start_matches(|c: char| c == '=' || c.is_ascii_digit())
+                .trim()
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
+    let start = lines.len().saturating_sub(3);
+    lines[start..].join(" | ")
+}
