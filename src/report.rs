@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analyze::attribute::Location;
 pub use crate::kind::Kind;
 use crate::model::ExitStatus;
 
@@ -406,6 +405,17 @@ pub struct Verdict {
     pub exit_code: i32,
     /// Why, one sentence each (empty on a pass).
     pub reasons: Vec<String>,
+}
+
+/// Where a finding points: the frame that decided it (for noise, the
+/// library frame that made it noise).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Location {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub path: Option<String>,
+    pub line: Option<u32>,
+    pub object: Option<String>,
 }
 
 /// Whose a finding is.

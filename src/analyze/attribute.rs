@@ -15,6 +15,7 @@ use regex::Regex;
 use serde::Serialize;
 
 use crate::model::{Frame, Record, Sym};
+pub use crate::report::Location;
 
 /// Where noise comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -337,16 +338,6 @@ pub struct UserSpec {
     pub roots: Vec<PathBuf>,
     /// `--user-object` globs.
     pub user_objects: Vec<String>,
-}
-
-/// Where a user finding points.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct Location {
-    pub function: Option<String>,
-    pub file: Option<String>,
-    pub path: Option<String>,
-    pub line: Option<u32>,
-    pub object: Option<String>,
 }
 
 /// The verdict on one record.

@@ -19,6 +19,9 @@ use crate::report::{BytesBlocks, Finding, Growth, PerTestOut, TestShare};
 
 use crate::probe::MARKER_PREFIX;
 
+/// A non-leak record's place: (process, `<clientmsg>`s before it, finding key).
+pub type ErrMark = (usize, u32, (u64, Option<u32>));
+
 /// A checkpoint marker, as the probe writes it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Marker {
@@ -200,7 +203,7 @@ pub struct Inputs<'a> {
     /// Loss records of the final leak checks (absolute values).
     pub finals: &'a [SnapRec],
     /// Where each non-leak record was.
-    pub errors: &'a [crate::analyze::ErrMark],
+    pub errors: &'a [ErrMark],
     pub hidden_reachable: u64,
 }
 

@@ -241,8 +241,8 @@ fn callee(f: &Finding) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::attribute::Location;
     use crate::report::FrameOut;
+    use crate::report::Location;
 
     fn finding(fp: &str, func: &str, line: u32, src: &str) -> Finding {
         Finding {

@@ -137,7 +137,7 @@ fn site_packages_hint_only_when_nothing_is_gated() {
     // the deciding frame (location) names the object when known
     let at = |obj: &str| {
         let mut f = noise("Leak_DefinitelyLost", "third_party", 1, &[EXT]);
-        f.location = Some(crate::analyze::attribute::Location {
+        f.location = Some(crate::report::Location {
             function: Some("f".into()),
             file: None,
             path: None,

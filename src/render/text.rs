@@ -149,7 +149,7 @@ fn processes_str(r: &Report) -> String {
 }
 
 /// `func (file:line)`, or `func (in object)`, for a finding's location.
-fn location_str(l: &crate::analyze::attribute::Location) -> String {
+fn location_str(l: &crate::report::Location) -> String {
     let func = l.function.as_deref().unwrap_or("???");
     match (&l.file, l.line, &l.object) {
         (Some(file), Some(n), _) => format!("{func} ({file}:{n})"),

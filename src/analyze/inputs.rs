@@ -1,0 +1,63 @@
+//! What the analysis reads and what the report lists about it: the XML
+//! files named on the command line (directories expand to their `*.xml`),
+//! and the processes they came from.
+
+use std::path::PathBuf;
+
+use crate::model::ProcessInfo;
+use crate::parse::InputError;
+use crate::report::ProcessOut;
+
+/// Expands PATH arguments: files as given, directories to their `*.xml` and
+/// `*.xml.zst` files (sorted).
+pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let rd = std::fs::read_dir(p).map_err(|e| InputError::Io {
+                path: p.clone(),
+                err: e,
+            })?;
+            let mut files: Vec<PathBuf> = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| {
+                    let n = f
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    f.is_file() && (n.ends_with(".xml") || n.ends_with(".xml.zst"))
+                })
+                .collect();
+            if files.is_empty() {
+                return Err(InputError::EmptyDir(p.clone()));
+            }
+            files.sort();
+            out.extend(files);
+        } else if p.exists() {
+            out.push(p.clone());
+        } else {
+            return Err(InputError::NotFound(p.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// Converts process infos for the report.
+pub fn processes_out(ps: &[ProcessInfo]) -> Vec<ProcessOut> {
+    ps.iter()
+        .map(|p| ProcessOut {
+            pid: p.pid,
+            ppid: p.ppid,
+            command: p.command.clone(),
+            complete: p.complete,
+            exit: p.exit.clone(),
+            xml: p.file.clone(),
+            incomplete_reason: p.incomplete_reason.clone(),
+            records: p.records,
+            client_messages: p.client_messages.clone(),
+            valgrind_args: p.valgrind_args.clone(),
+            pre_exec: p.pre_exec,
+            forked: p.forked,
+        })
+        .collect()
+}
