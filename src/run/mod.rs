@@ -20,6 +20,7 @@
 //! watcher).
 
 pub mod children;
+mod passcred;
 pub mod progress;
 pub mod signals;
 pub mod stderr;
@@ -511,22 +512,14 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     })?;
     cmd.stderr(watcher.child_stdio());
     {
+        // A process group of its own, so signals reach every traced child.
         use std::os::unix::process::CommandExt;
-        // SAFETY: setpgid is async-signal-safe; the child gets a process
-        // group of its own, so signals reach every traced child.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setpgid(0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        cmd.process_group(0);
     }
     children::become_subreaper();
     let guard = signals::install();
     let started = Instant::now();
-    let child = cmd.spawn().map_err(|e| RunError::Spawn {
+    let mut child = cmd.spawn().map_err(|e| RunError::Spawn {
         path: valgrind.clone(),
         err: e,
     })?;
@@ -543,7 +536,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     };
     let progress =
         show_progress.then(|| progress::Progress::start(dir.path().to_path_buf(), term.clone()));
-    let sup = supervise(pid, cfg, started);
+    let sup = supervise(&mut child, cfg, started);
     drop(guard);
     drop(child);
     // The stream ends when the last writer is gone; do not wait for a
@@ -649,7 +642,8 @@ struct Supervised {
 /// stops the group on timeout or a signal to leakgate (the signal, or
 /// SIGTERM on timeout, then SIGKILL after `kill_after`; a second Ctrl-C
 /// kills at once).
-fn supervise(pid: u32, cfg: &RunConfig, started: Instant) -> Supervised {
+fn supervise(child: &mut std::process::Child, cfg: &RunConfig, started: Instant) -> Supervised {
+    let pid = child.id();
     let mut exits = HashMap::new();
     let mut stopped: Option<StoppedOut> = None;
     let mut stopped_children = None;
@@ -659,9 +653,19 @@ fn supervise(pid: u32, cfg: &RunConfig, started: Instant) -> Supervised {
     let mut target_ended: Option<Instant> = None;
     let main = u64::from(pid);
     loop {
-        children::reap(&mut exits);
-        if target_ended.is_none() && exits.contains_key(&main) {
-            target_ended = Some(Instant::now());
+        // Valgrind's pid is its leader: orphans of the group are reaped
+        // here, Valgrind itself through its `Child`.
+        children::reap(pid, &[pid], &mut exits);
+        if target_ended.is_none() {
+            let status = match child.try_wait() {
+                Ok(Some(status)) => Some(exit_status(status)),
+                Ok(None) => None,
+                Err(_) => Some(ExitStatus::Code(-1)),
+            };
+            if let Some(status) = status {
+                exits.insert(main, status);
+                target_ended = Some(Instant::now());
+            }
         }
         if target_ended.is_some() && !children::group_alive(pid) {
             break;
