@@ -1,5 +1,7 @@
 //! Unit tests of `run`.
 
+use super::files::supports_seq;
+use super::target::is_python_name;
 use super::*;
 
 #[test]
@@ -29,4 +31,17 @@ fn python_names() {
     assert!(is_python_name("python3.11"));
     assert!(!is_python_name("python-config"));
     assert!(!is_python_name("cpython"));
+}
+
+#[test]
+fn shell_join_quotes_what_a_shell_would_split() {
+    let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        shell_join(&v(&["python3", "-m", "pytest", "t.py::x"])),
+        "python3 -m pytest t.py::x"
+    );
+    assert_eq!(
+        shell_join(&v(&["a b", "it's", "", "$HOME", "^x"])),
+        "'a b' 'it'\\''s' '' '$HOME' '^x'"
+    );
 }
