@@ -1,9 +1,10 @@
 //! The processes of a run: Valgrind and the target run in their own process
 //! group (so a timeout or Ctrl-C reaches every traced child and nothing
 //! else), leakgate becomes their subreaper (so orphaned children are waited
-//! for and their exit statuses known), and the default
+//! for and their exit statuses known; only members of that group are
+//! reaped, never other children of the calling process), and the default
 //! `--trace-children-skip` list.
-#![allow(unsafe_code)] // prctl(PR_SET_CHILD_SUBREAPER), waitid(P_PGID, WNOWAIT), kill(-pgid, 0): no std API
+#![allow(unsafe_code)] // prctl(PR_SET_CHILD_SUBREAPER) and waitid(P_PGID, WNOWAIT): no std API
 
 use std::collections::HashMap;
 
@@ -99,11 +100,8 @@ fn wait_one(
 /// Whether any process of the group is still alive (zombies included, so
 /// reap first).
 pub fn group_alive(pgid: u32) -> bool {
-    let Ok(pg) = libc::pid_t::try_from(pgid) else {
-        return false;
-    };
-    // SAFETY: kill with signal 0 only checks for existence.
-    unsafe { libc::kill(-pg, 0) == 0 }
+    // Signal 0 only checks for existence.
+    super::signals::kill_group(pgid, 0)
 }
 
 #[cfg(test)]
