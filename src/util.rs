@@ -64,15 +64,17 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", thousands(n), if n == 1 { one } else { many })
 }
 
-/// An argv as a person would type it into a POSIX shell: arguments made
-/// only of safe characters as they are, the others in single quotes.
+/// An argv as a person would type it: words of letters, digits and
+/// `-_./=:,+@%` as they are, every other word in single quotes (a `'`
+/// inside written `'\''`), so the text pasted into a POSIX shell runs the
+/// same argv.
 pub fn shell_join<S: AsRef<str>>(args: &[S]) -> String {
     args.iter()
         .map(|a| {
             let a = a.as_ref();
             let plain = !a.is_empty()
                 && a.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
             if plain {
                 a.to_string()
             } else {
@@ -106,5 +108,18 @@ mod tests {
             "python -c 'print('\\''x'\\'')'"
         );
         assert_eq!(shell_join(&[""]), "''");
+    }
+
+    #[test]
+    fn shell_join_quotes_what_a_shell_would_split() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            shell_join(&v(&["python3", "-m", "pytest", "t.py::x"])),
+            "python3 -m pytest t.py::x"
+        );
+        assert_eq!(
+            shell_join(&v(&["a b", "it's", "", "$HOME", "^x"])),
+            "'a b' 'it'\\''s' '' '$HOME' '^x'"
+        );
     }
 }

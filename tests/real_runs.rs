@@ -310,6 +310,7 @@ fn ctrl_c_is_forwarded_and_a_report_is_still_written() {
         .expect("the target started");
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: kill on our own child's pid.
+    #[allow(unsafe_code)] // std's Child::kill sends SIGKILL only
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }

@@ -31,6 +31,9 @@ fn peak_rss_kib() -> Option<u64> {
 /// than copying them (`read_at`): the pages come straight from the page
 /// cache, and unmapping at the end of the chunk returns them, so the
 /// resident set stays at about one chunk per worker.
+// Memory-maps part of a file (memmap2 needs `unsafe`: the file must not
+// change while mapped; leakgate only reads finished XML files).
+#[allow(unsafe_code)]
 fn map_at(file: &std::fs::File, offset: u64, len: usize) -> std::io::Result<memmap2::Mmap> {
     // SAFETY: the file is only read; as for every memory-mapped input, a
     // file truncated by another process while it is read is not supported.

@@ -1,5 +1,6 @@
 //! Opening report files: plain XML or zstd-compressed (`.zst`, detected by its
 //! magic number), and the typed errors a caller branches on.
+#![allow(unsafe_code)] // memmap2::Mmap::map is unsafe (a file changed while mapped)
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};

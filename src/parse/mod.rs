@@ -8,12 +8,25 @@
 //! `<usercomment>` text, stray program output, thousands separators and files
 //! cut off mid-way (which yield every complete record and are marked
 //! incomplete).
+//!
+//! Files: `input` (opening plain and zstd files), `reader` (the entry points
+//! and the event loop), `source` (where events come from), `build`
+//! (records from tags), `cache` (repeated frames taken without parsing),
+//! `raw` (unescaped and skipped elements), `tags`, `text` (numbers and
+//! bounded text), `summary` (what a file contributed besides records).
 
+mod build;
+mod cache;
 mod input;
+mod raw;
 mod reader;
+mod source;
+mod summary;
+mod tags;
+mod text;
 
 pub use input::{Input, InputError, open_input};
-pub use reader::{
-    FileSummary, Interner, MAX_DEPTH, MAX_TOKEN, parse_chunk, parse_chunk_stream, parse_count,
-    parse_num, parse_slice, parse_stream,
-};
+pub use reader::{MAX_DEPTH, parse_chunk, parse_chunk_stream, parse_slice, parse_stream};
+pub use source::MAX_TOKEN;
+pub use summary::{FileSummary, Interner};
+pub use text::{parse_count, parse_num};

@@ -15,17 +15,26 @@
 //! after `--kill-after`. leakgate is the subreaper of the run, waits for
 //! the children that outlive the target, and draws the progress line.
 //!
-//! Children: `signals` (handlers, group kill), `children` (reaping, the
-//! default `--trace-children-skip`), `progress` (the line), `stderr` (the
-//! watcher).
+//! Files: this one (the configuration, the outcome, [`run`] putting the
+//! steps together, the version check), `target` (finding Valgrind and the
+//! target), `command` (Valgrind's options, the target's environment,
+//! [`crate::util::shell_join`]), `files` (the private directory and the XML files in
+//! it), `supervise` (waiting, timeouts, forwarded signals), `children`
+//! (reaping, the default `--trace-children-skip`), `signals` (handlers,
+//! group kill), `progress` (the line), `stderr` (the watcher), `passcred`
+//! (who wrote to stderr).
 
 pub mod children;
+mod command;
+mod files;
+mod passcred;
 pub mod progress;
 pub mod signals;
 pub mod stderr;
+mod supervise;
+mod target;
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -33,6 +42,11 @@ use std::time::{Duration, Instant};
 use crate::model::ExitStatus;
 use crate::report::StoppedOut;
 pub use progress::ProgressMode;
+pub use supervise::{exit_status, parse_duration, signal_name};
+pub use target::{
+    find_valgrind, is_pytest_target, is_python_target, resolve_target, valgrind_lib_for,
+    valgrind_version,
+};
 
 /// Why a run could not start. All map to exit 2.
 #[derive(Debug, thiserror::Error)]
@@ -187,177 +201,13 @@ impl RunOutcome {
     }
 }
 
-/// Locates valgrind.
-pub fn find_valgrind(explicit: Option<&Path>) -> Result<PathBuf, RunError> {
-    match explicit {
-        Some(p) => {
-            if p.components().count() > 1 || p.is_absolute() {
-                if p.is_file() {
-                    Ok(p.to_path_buf())
-                } else {
-                    Err(RunError::ValgrindPathMissing(p.to_path_buf()))
-                }
-            } else {
-                which::which(p).map_err(|_| RunError::ValgrindPathMissing(p.to_path_buf()))
-            }
-        }
-        None => which::which("valgrind").map_err(|_| RunError::ValgrindMissing),
-    }
-}
-
-/// `VALGRIND_LIB` for a Valgrind tree that is not at its configured prefix:
-/// when `valgrind` is `DIR/bin/valgrind` next to `DIR/libexec/valgrind/`
-/// (a relocated or unpacked build) and `VALGRIND_LIB` is not set, the
-/// launcher needs to be told where its tools are. `None` otherwise.
-pub fn valgrind_lib_for(valgrind: &Path) -> Option<PathBuf> {
-    if std::env::var_os("VALGRIND_LIB").is_some_and(|v| !v.is_empty()) {
-        return None;
-    }
-    let bin = valgrind.parent()?;
-    if bin.file_name()? != "bin" {
-        return None;
-    }
-    let lib = bin.parent()?.join("libexec").join("valgrind");
-    let has_tool = std::fs::read_dir(&lib)
-        .ok()?
-        .flatten()
-        .any(|e| e.file_name().to_string_lossy().starts_with("memcheck-"));
-    has_tool.then_some(lib)
-}
-
-/// `valgrind --version` → `3.19.0`.
-pub fn valgrind_version(valgrind: &Path) -> Option<String> {
-    valgrind_version_with(valgrind, valgrind_lib_for(valgrind).as_deref())
-}
-
-fn valgrind_version_with(valgrind: &Path, lib: Option<&Path>) -> Option<String> {
-    let mut cmd = Command::new(valgrind);
-    if let Some(lib) = lib {
-        cmd.env("VALGRIND_LIB", lib);
-    }
-    let out = cmd.arg("--version").output().ok()?;
-    let s = String::from_utf8_lossy(&out.stdout);
-    let v = s.trim().strip_prefix("valgrind-")?.to_string();
-    Some(v)
-}
-
-/// Resolves the target's argv[0] the way exec would (PATH lookup without a slash).
-pub fn resolve_target(argv0: &str) -> Result<PathBuf, RunError> {
-    if argv0.contains('/') {
-        let p = PathBuf::from(argv0);
-        if p.is_file() {
-            Ok(p)
-        } else {
-            Err(RunError::TargetMissing(argv0.to_string()))
-        }
-    } else {
-        which::which(argv0).map_err(|_| RunError::TargetMissing(argv0.to_string()))
-    }
-}
-
-/// Whether the target is a Python interpreter, pytest, or a script whose
-/// shebang runs Python.
-pub fn is_python_target(argv0: &str, resolved: &Path) -> bool {
-    let base = Path::new(argv0)
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if is_python_name(&base) || base == "pytest" || base == "py.test" {
-        return true;
-    }
-    // A script: look at its shebang line.
-    let Ok(bytes) = read_head(resolved, 256) else {
-        return false;
-    };
-    if !bytes.starts_with(b"#!") {
-        return false;
-    }
-    let line = bytes.split(|b| *b == b'\n').next().unwrap_or(&[]);
-    let line = String::from_utf8_lossy(line);
-    line[2..]
-        .split_whitespace()
-        .take(3)
-        .any(|w| is_python_name(w.rsplit('/').next().unwrap_or(w)))
-}
-
-/// Whether the target runs pytest: `pytest`, `py.test`, `python -m pytest`,
-/// or `python path/to/pytest`.
-pub fn is_pytest_target(argv: &[String]) -> bool {
-    let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
-    let Some(first) = argv.first() else {
-        return false;
-    };
-    let b = base(first);
-    if b == "pytest" || b == "py.test" || b.starts_with("pytest-") {
-        return true;
-    }
-    if !is_python_name(&b) {
-        return false;
-    }
-    let mut it = argv[1..].iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-m" => return it.next().is_some_and(|m| m == "pytest" || m == "py.test"),
-            "-mpytest" => return true,
-            "-c" => return false,
-            "-X" | "-W" => {
-                it.next();
-            }
-            s if s.starts_with('-') => {}
-            s => {
-                let b = base(s);
-                return b == "pytest" || b == "py.test";
-            }
-        }
-    }
-    false
-}
-
-fn is_python_name(base: &str) -> bool {
-    match base.strip_prefix("python") {
-        Some(rest) => rest.chars().all(|c| c.is_ascii_digit() || c == '.'),
-        None => false,
-    }
-}
-
-fn read_head(p: &Path, n: usize) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(p)?;
-    let mut buf = vec![0; n];
-    let k = f.read(&mut buf)?;
-    buf.truncate(k);
-    Ok(buf)
-}
-
-/// When argv[0] names Python but resolves to a wrapper script (a pyenv shim,
-/// say), Valgrind would check the shell, not Python: ask the wrapper which
-/// interpreter it runs and use that instead.
-fn unwrap_python_shim(argv0: &str, resolved: &Path) -> Option<PathBuf> {
-    let base = Path::new(argv0).file_name()?.to_string_lossy().into_owned();
-    if !is_python_name(&base) {
-        return None;
-    }
-    let head = read_head(resolved, 256).ok()?;
-    if !head.starts_with(b"#!") {
-        return None; // an ELF interpreter: fine as is
-    }
-    let out = Command::new(resolved)
-        .args(["-c", "import sys; print(sys.executable)"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let exe = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    (out.status.success() && exe.is_absolute() && exe.is_file()).then_some(exe)
-}
-
 /// Runs the target under valgrind and waits for it.
 pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     let valgrind = find_valgrind(cfg.valgrind.as_deref())?;
     let target = resolve_target(&cfg.cmd[0])?;
     let mut target_argv = cfg.cmd.clone();
     let mut environment = Vec::new();
-    if let Some(real) = unwrap_python_shim(&cfg.cmd[0], &target) {
+    if let Some(real) = target::unwrap_python_shim(&cfg.cmd[0], &target) {
         environment.push(format!(
             "{} is a wrapper script ({}); running the interpreter it selects: {}",
             cfg.cmd[0],
@@ -371,30 +221,10 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         .valgrind
         .as_ref()
         .and_then(|_| valgrind_lib_for(&valgrind));
-    let version = valgrind_version_with(&valgrind, valgrind_lib.as_deref());
+    let version = target::valgrind_version_with(&valgrind, valgrind_lib.as_deref());
     check_version(&valgrind, version.as_deref(), cfg)?;
-    // Private: the XML holds the target's command line, paths and stacks.
-    let private = || {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::Permissions::from_mode(0o700)
-    };
-    let dir = tempfile::Builder::new()
-        .prefix("leakgate-")
-        .permissions(private())
-        .tempdir()
-        .map_err(RunError::TempDir)?;
-    std::fs::set_permissions(dir.path(), private()).map_err(RunError::TempDir)?;
-    // %p: one file per process; %n: a fork child's file (and the part of
-    // a process before a traced exec) gets a sequence number >= 2 while
-    // the post-exec Valgrind restarts at 1, so an exec does not overwrite
-    // the pre-exec part. Valgrind's text log goes to stderr (the watcher
-    // collects it): with `--log-file=...%p` Valgrind 3.19 does not reopen
-    // the XML file in a fork child, which then writes into its parent's.
-    let xml = dir.path().join(if supports_seq(version.as_deref()) {
-        "vg.%p.%n.xml"
-    } else {
-        "vg.%p.xml"
-    });
+    let dir = files::private_dir()?;
+    let xml = files::xml_pattern(dir.path(), version.as_deref());
     let pytest = is_pytest_target(&cfg.cmd);
     let per_test = match cfg.per_test {
         PerTest::Auto => pytest,
@@ -413,97 +243,21 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         None if added_reachable => "all",
         None => DEFAULT_SHOW_LEAK_KINDS,
     };
-    let mut args: Vec<OsString> = vec![
-        "--tool=memcheck".into(),
-        "--leak-check=full".into(),
-        "--xml=yes".into(),
-        os_concat("--xml-file=", &xml),
-        "--gen-suppressions=all".into(),
-        // Frames below main take part in Valgrind's suppression matching;
-        // leakgate matches after the run, so it needs to see them.
-        "--show-below-main=yes".into(),
-        format!("--num-callers={}", cfg.num_callers).into(),
-        format!("--show-leak-kinds={show_leak_kinds}").into(),
-        "--error-limit=no".into(),
-    ];
-    if cfg.track_origins {
-        args.insert(2, "--track-origins=yes".into());
-    }
-    if cfg.track_fds {
-        args.push("--track-fds=yes".into());
-    }
-    if cfg.trace_children {
-        args.push("--trace-children=yes".into());
-        let skip = cfg
-            .trace_children_skip
-            .clone()
-            .unwrap_or_else(|| children::DEFAULT_SKIP.to_string());
-        if !skip.is_empty() {
-            args.push(format!("--trace-children-skip={skip}").into());
-        }
-    }
-    for a in &cfg.extra_args {
-        args.push(a.into());
-    }
+    let args = command::valgrind_args(cfg, &xml, show_leak_kinds);
     let mut cmd = Command::new(&valgrind);
     cmd.args(&args).args(&target_argv);
     if let Some(lib) = &valgrind_lib {
-        cmd.env("VALGRIND_LIB", lib);
-        environment.push(format!(
-            "VALGRIND_LIB={} (set by leakgate: the tools of --valgrind {})",
-            lib.display(),
-            valgrind.display()
-        ));
+        command::set_valgrind_lib(&mut cmd, &mut environment, lib, &valgrind);
     }
     if is_python_target(&cfg.cmd[0], &target) {
-        match std::env::var_os("PYTHONMALLOC") {
-            None => {
-                cmd.env("PYTHONMALLOC", "malloc");
-                environment.push("PYTHONMALLOC=malloc (set by leakgate: Python target)".into());
-            }
-            Some(v) => environment.push(format!(
-                "PYTHONMALLOC={} (yours, kept; leakgate would set malloc)",
-                v.to_string_lossy()
-            )),
-        }
+        command::set_python_malloc(&mut cmd, &mut environment);
     }
     if per_test {
         let probe =
             crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
-        let mut pp = OsString::from(probe.as_os_str());
-        let old = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty());
-        if let Some(old) = &old {
-            pp.push(":");
-            pp.push(old);
-        }
-        cmd.env("PYTHONPATH", &pp);
-        cmd.env("LEAKGATE_PROBE", "1");
-        environment.push(format!(
-            "PYTHONPATH={}{} (set by leakgate: the leakgate_probe package for per-test leak checks)",
-            probe.display(),
-            if old.is_some() { ":… (yours after it)" } else { "" }
-        ));
-        if pytest {
-            let plugins = match std::env::var("PYTEST_PLUGINS") {
-                Ok(v) if !v.trim().is_empty() => format!("{v},leakgate_probe.autoload"),
-                _ => "leakgate_probe.autoload".to_string(),
-            };
-            cmd.env("PYTEST_PLUGINS", &plugins);
-            environment.push(format!(
-                "PYTEST_PLUGINS={plugins} (set by leakgate: a leak checkpoint after every test)"
-            ));
-        }
-        if cfg.repeat > 1 {
-            cmd.env("LEAKGATE_REPEAT", cfg.repeat.to_string());
-            environment.push(format!(
-                "LEAKGATE_REPEAT={} (set by leakgate: --repeat)",
-                cfg.repeat
-            ));
-        }
+        command::set_probe(&mut cmd, &mut environment, &probe, pytest, cfg.repeat);
     }
-    let mut valgrind_command = vec![valgrind.display().to_string()];
-    valgrind_command.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
-    valgrind_command.extend(target_argv.iter().cloned());
+    let valgrind_command = command::command_text(&valgrind, &args, &target_argv);
     let term = progress::new_term();
     let mut watcher = stderr::Watcher::new().map_err(|e| RunError::Spawn {
         path: valgrind.clone(),
@@ -511,22 +265,14 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     })?;
     cmd.stderr(watcher.child_stdio());
     {
+        // A process group of its own, so signals reach every traced child.
         use std::os::unix::process::CommandExt;
-        // SAFETY: setpgid is async-signal-safe; the child gets a process
-        // group of its own, so signals reach every traced child.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setpgid(0, 0) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        cmd.process_group(0);
     }
     children::become_subreaper();
     let guard = signals::install();
     let started = Instant::now();
-    let child = cmd.spawn().map_err(|e| RunError::Spawn {
+    let mut child = cmd.spawn().map_err(|e| RunError::Spawn {
         path: valgrind.clone(),
         err: e,
     })?;
@@ -543,7 +289,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     };
     let progress =
         show_progress.then(|| progress::Progress::start(dir.path().to_path_buf(), term.clone()));
-    let sup = supervise(pid, cfg, started);
+    let sup = supervise::supervise(&mut child, cfg, started);
     drop(guard);
     drop(child);
     // The stream ends when the last writer is gone; do not wait for a
@@ -558,20 +304,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         .get(&u64::from(pid))
         .cloned()
         .unwrap_or(ExitStatus::Code(-1));
-    let mut xml_files = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir.path()) {
-        for e in rd.flatten() {
-            let p = e.path();
-            let name = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if name.ends_with(".xml") {
-                xml_files.push(p);
-            }
-        }
-    }
-    xml_files.sort();
+    let xml_files = files::xml_files(dir.path());
     let mut log_text = String::new();
     for l in &seen.valgrind_log {
         log_text.push_str(l);
@@ -630,228 +363,5 @@ fn check_version(valgrind: &Path, version: Option<&str>, cfg: &RunConfig) -> Res
     Ok(())
 }
 
-/// Whether this Valgrind expands `%n` in file names (3.19 does: checked).
-fn supports_seq(version: Option<&str>) -> bool {
-    let Some(v) = version else { return false };
-    let mut it = v.split('.').map(|x| x.parse::<u32>().unwrap_or(0));
-    let (major, minor) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
-    (major, minor) >= (3, 19)
-}
-
-/// What supervising the run found.
-struct Supervised {
-    exits: HashMap<u64, ExitStatus>,
-    stopped: Option<StoppedOut>,
-    stopped_children: Option<String>,
-}
-
-/// Waits for the target and every process of its group, reaping them;
-/// stops the group on timeout or a signal to leakgate (the signal, or
-/// SIGTERM on timeout, then SIGKILL after `kill_after`; a second Ctrl-C
-/// kills at once).
-fn supervise(pid: u32, cfg: &RunConfig, started: Instant) -> Supervised {
-    let mut exits = HashMap::new();
-    let mut stopped: Option<StoppedOut> = None;
-    let mut stopped_children = None;
-    let mut kill_at: Option<Instant> = None;
-    let mut killed = false;
-    let mut handled_signals = 0usize;
-    let mut target_ended: Option<Instant> = None;
-    let main = u64::from(pid);
-    loop {
-        children::reap(&mut exits);
-        if target_ended.is_none() && exits.contains_key(&main) {
-            target_ended = Some(Instant::now());
-        }
-        if target_ended.is_some() && !children::group_alive(pid) {
-            break;
-        }
-        let (sig, count) = signals::received();
-        if count > handled_signals {
-            handled_signals = count;
-            if stopped.is_none() {
-                let name = signal_name(sig);
-                signals::kill_group(pid, sig);
-                stopped = Some(StoppedOut {
-                    reason: "interrupted".into(),
-                    detail: format!(
-                        "interrupted by {name} after {}: {name} forwarded to Valgrind's process group",
-                        progress::elapsed(started.elapsed())
-                    ),
-                    signals_sent: vec![name],
-                });
-                kill_at = Some(Instant::now() + cfg.kill_after);
-            } else if !killed {
-                signals::kill_group(pid, libc::SIGKILL);
-                killed = true;
-                if let Some(s) = stopped.as_mut() {
-                    s.signals_sent.push("SIGKILL".into());
-                    s.detail.push_str("; SIGKILL at the second signal");
-                }
-            }
-        }
-        if stopped.is_none()
-            && let Some(t) = cfg.timeout
-            && started.elapsed() >= t
-        {
-            signals::kill_group(pid, libc::SIGTERM);
-            stopped = Some(StoppedOut {
-                reason: "timeout".into(),
-                detail: format!(
-                    "timed out after {} (--timeout): SIGTERM sent to Valgrind's process group",
-                    progress::elapsed(t)
-                ),
-                signals_sent: vec!["SIGTERM".into()],
-            });
-            kill_at = Some(Instant::now() + cfg.kill_after);
-        }
-        if stopped.is_none()
-            && stopped_children.is_none()
-            && cfg.timeout.is_none()
-            && let Some(t) = target_ended
-            && t.elapsed() >= cfg.children_grace
-        {
-            signals::kill_group(pid, libc::SIGTERM);
-            stopped_children = Some(format!(
-                "child processes were still running {} after the target exited: SIGTERM sent to them",
-                progress::elapsed(cfg.children_grace)
-            ));
-            kill_at = Some(Instant::now() + cfg.kill_after);
-        }
-        if !killed
-            && let Some(k) = kill_at
-            && Instant::now() >= k
-        {
-            signals::kill_group(pid, libc::SIGKILL);
-            killed = true;
-            if let Some(s) = stopped.as_mut() {
-                s.signals_sent.push("SIGKILL".into());
-                s.detail.push_str(&format!(
-                    "; SIGKILL after {} more (--kill-after)",
-                    progress::elapsed(cfg.kill_after)
-                ));
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Supervised {
-        exits,
-        stopped,
-        stopped_children,
-    }
-}
-
-fn os_concat(prefix: &str, p: &Path) -> OsString {
-    let mut s = OsString::from(prefix);
-    s.push(p.as_os_str());
-    s
-}
-
-/// Converts a process status into the report's form.
-pub fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
-    use std::os::unix::process::ExitStatusExt;
-    if let Some(c) = status.code() {
-        return ExitStatus::Code(c);
-    }
-    match status.signal() {
-        Some(s) => ExitStatus::Signal(signal_name(s)),
-        None => ExitStatus::Code(-1),
-    }
-}
-
-/// `11` → `SIGSEGV`.
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        5 => "SIGTRAP",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        10 => "SIGUSR1",
-        11 => "SIGSEGV",
-        12 => "SIGUSR2",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        _ => return format!("signal {sig}"),
-    };
-    name.to_string()
-}
-
-/// Parses `90s`, `10m`, `1h`, `1m30s`, `500ms` or a plain number of
-/// seconds (`--timeout`, `--kill-after`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let bad = || format!("invalid duration {s:?} (use e.g. 90s, 10m, 1h30m, 500ms)");
-    if t.is_empty() {
-        return Err(bad());
-    }
-    if let Ok(n) = t.parse::<f64>() {
-        return (n.is_finite() && n >= 0.0)
-            .then(|| Duration::from_secs_f64(n))
-            .ok_or_else(bad);
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if digits == 0 {
-            return Err(bad());
-        }
-        let n: f64 = rest[..digits].parse().map_err(|_| bad())?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let secs = match &rest[..unit_len] {
-            "ms" => n / 1000.0,
-            "s" | "sec" => n,
-            "m" | "min" => n * 60.0,
-            "h" => n * 3600.0,
-            _ => return Err(bad()),
-        };
-        total += Duration::from_secs_f64(secs);
-        rest = &rest[unit_len..];
-    }
-    Ok(total)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("ten").is_err());
-        assert!(parse_duration("5x").is_err());
-        assert!(parse_duration("").is_err());
-    }
-
-    #[test]
-    fn seq_support() {
-        assert!(supports_seq(Some("3.19.0")));
-        assert!(supports_seq(Some("3.22.0")));
-        assert!(!supports_seq(Some("3.18.1")));
-        assert!(!supports_seq(None));
-    }
-
-    #[test]
-    fn python_names() {
-        assert!(is_python_name("python"));
-        assert!(is_python_name("python3"));
-        assert!(is_python_name("python3.11"));
-        assert!(!is_python_name("python-config"));
-        assert!(!is_python_name("cpython"));
-    }
-}
+mod tests;

@@ -2,6 +2,7 @@
 //! the target runs (the handler only records the signal), so that it can
 //! forward them to Valgrind's process group and still print a report. The
 //! previous dispositions come back when the guard drops.
+#![allow(unsafe_code)] // sigaction and kill(-pgid, sig): std cannot catch signals or signal a group
 
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 

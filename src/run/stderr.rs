@@ -8,11 +8,15 @@
 //! a Unix stream socket with `SO_PASSCRED`: each read carries the writer's
 //! pid, and Linux never joins data from two writers into one read. Where
 //! that cannot be set up, a pipe is used and lines are credited to the
-//! target's pid.
+//! target's pid. Both come from std (`UnixStream::pair`, `std::io::pipe`,
+//! close-on-exec); only switching on and reading the credentials needs
+//! libc (`passcred`).
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::io::{Read, Write};
+use std::net::Shutdown;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
 
 use super::progress::SharedTerm;
@@ -33,8 +37,25 @@ pub struct Seen {
 pub struct Watcher {
     pub seen: Arc<Mutex<Seen>>,
     child_end: Option<OwnedFd>,
-    reader: Option<OwnedFd>,
-    creds: bool,
+    reader: Option<Source>,
+}
+
+/// leakgate's end of the stream.
+enum Source {
+    /// A socket with `SO_PASSCRED`: every read names its writer.
+    Creds(UnixStream),
+    /// A socket without credentials, or a pipe.
+    Plain(Box<dyn Read + Send>),
+}
+
+impl Source {
+    /// One read: the bytes and the writer's pid (when credentials came with it).
+    fn recv(&mut self, buf: &mut [u8]) -> std::io::Result<(usize, Option<u64>)> {
+        match self {
+            Source::Creds(s) => super::passcred::recv(s, buf),
+            Source::Plain(r) => Ok((r.read(buf)?, None)),
+        }
+    }
 }
 
 const LINE_MAX: usize = 64 << 10;
@@ -42,54 +63,26 @@ const LINE_MAX: usize = 64 << 10;
 impl Watcher {
     /// Creates the socket pair (or pipe).
     pub fn new() -> std::io::Result<Watcher> {
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: socketpair with a valid out array.
-        let ok = unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        } == 0;
-        if ok {
-            // SAFETY: both fds were just created and are owned here.
-            let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-            let one: libc::c_int = 1;
-            // SAFETY: setsockopt with a valid int option.
-            let creds = unsafe {
-                libc::setsockopt(
-                    r.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_PASSCRED,
-                    &one as *const libc::c_int as *const libc::c_void,
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            } == 0;
+        if let Ok((r, w)) = UnixStream::pair() {
             // The child writes only; leakgate reads only.
-            // SAFETY: shutdown on owned sockets.
-            unsafe {
-                libc::shutdown(r.as_raw_fd(), libc::SHUT_WR);
-                libc::shutdown(w.as_raw_fd(), libc::SHUT_RD);
-            }
+            let _ = r.shutdown(Shutdown::Write);
+            let _ = w.shutdown(Shutdown::Read);
+            let reader = if super::passcred::enable(&r) {
+                Source::Creds(r)
+            } else {
+                Source::Plain(Box::new(r))
+            };
             return Ok(Watcher {
                 seen: Default::default(),
-                child_end: Some(w),
-                reader: Some(r),
-                creds,
+                child_end: Some(w.into()),
+                reader: Some(reader),
             });
         }
-        // SAFETY: pipe2 with a valid out array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: both fds were just created and are owned here.
-        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (r, w) = std::io::pipe()?;
         Ok(Watcher {
             seen: Default::default(),
-            child_end: Some(w),
-            reader: Some(r),
-            creds: false,
+            child_end: Some(w.into()),
+            reader: Some(Source::Plain(Box::new(r))),
         })
     }
 
@@ -101,61 +94,17 @@ impl Watcher {
     /// Starts the reading thread; `default_pid` is credited when the
     /// writer's pid is unknown.
     pub fn start(&mut self, default_pid: u64, term: SharedTerm) {
-        let fd = self.reader.take().expect("started once");
+        let source = self.reader.take().expect("started once");
         let seen = self.seen.clone();
-        let creds = self.creds;
-        std::thread::spawn(move || read_loop(fd, creds, default_pid, &seen, &term));
+        std::thread::spawn(move || read_loop(source, default_pid, &seen, &term));
     }
 }
 
-/// One read: the bytes and the writer's pid (when credentials came with it).
-fn recv(fd: &OwnedFd, buf: &mut [u8], creds: bool) -> std::io::Result<(usize, Option<u64>)> {
-    if !creds {
-        // SAFETY: read into a valid buffer.
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        return Ok((n as usize, None));
-    }
-    let mut iov = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let mut cbuf = [0u64; 16];
-    // SAFETY: a zeroed msghdr is valid; it points at live buffers.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = cbuf.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
-    // SAFETY: recvmsg on an owned socket with the msghdr above.
-    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
-    if n < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    let mut pid = None;
-    // SAFETY: walking the control messages recvmsg filled in.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_CREDENTIALS {
-                let cred: libc::ucred = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                if cred.pid > 0 {
-                    pid = Some(cred.pid as u64);
-                }
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
-    }
-    Ok((n as usize, pid))
-}
-
-fn read_loop(fd: OwnedFd, creds: bool, default_pid: u64, seen: &Mutex<Seen>, term: &SharedTerm) {
+fn read_loop(mut source: Source, default_pid: u64, seen: &Mutex<Seen>, term: &SharedTerm) {
     let mut buf = vec![0u8; 64 << 10];
     let mut lines: HashMap<u64, Vec<u8>> = HashMap::new();
     loop {
-        let (n, pid) = match recv(&fd, &mut buf, creds) {
+        let (n, pid) = match source.recv(&mut buf) {
             Ok((0, _)) => break,
             Ok(r) => r,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,

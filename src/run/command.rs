@@ -1,0 +1,142 @@
+//! The Valgrind command line and the target's environment: Memcheck's
+//! options (XML per process, leak kinds, children traced), `VALGRIND_LIB`,
+//! `PYTHONMALLOC=malloc` for Python targets, the per-test probe on
+//! `PYTHONPATH`/`PYTEST_PLUGINS`; each change to the environment is also
+//! described for the report. And [`crate::util::shell_join`], an argv as a person would
+//! type it.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::Command;
+
+use super::{RunConfig, children};
+
+/// Valgrind's options for this run, before the target's argv: XML into
+/// `xml` (a pattern with `%p`), leaks of `show_leak_kinds`.
+pub(super) fn valgrind_args(cfg: &RunConfig, xml: &Path, show_leak_kinds: &str) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "--tool=memcheck".into(),
+        "--leak-check=full".into(),
+        "--xml=yes".into(),
+        os_concat("--xml-file=", xml),
+        "--gen-suppressions=all".into(),
+        // Frames below main take part in Valgrind's suppression matching;
+        // leakgate matches after the run, so it needs to see them.
+        "--show-below-main=yes".into(),
+        format!("--num-callers={}", cfg.num_callers).into(),
+        format!("--show-leak-kinds={show_leak_kinds}").into(),
+        "--error-limit=no".into(),
+    ];
+    if cfg.track_origins {
+        args.insert(2, "--track-origins=yes".into());
+    }
+    if cfg.track_fds {
+        args.push("--track-fds=yes".into());
+    }
+    if cfg.trace_children {
+        args.push("--trace-children=yes".into());
+        let skip = cfg
+            .trace_children_skip
+            .clone()
+            .unwrap_or_else(|| children::DEFAULT_SKIP.to_string());
+        if !skip.is_empty() {
+            args.push(format!("--trace-children-skip={skip}").into());
+        }
+    }
+    for a in &cfg.extra_args {
+        args.push(a.into());
+    }
+    args
+}
+
+/// `VALGRIND_LIB` for a relocated `--valgrind`.
+pub(super) fn set_valgrind_lib(
+    cmd: &mut Command,
+    environment: &mut Vec<String>,
+    lib: &Path,
+    valgrind: &Path,
+) {
+    cmd.env("VALGRIND_LIB", lib);
+    environment.push(format!(
+        "VALGRIND_LIB={} (set by leakgate: the tools of --valgrind {})",
+        lib.display(),
+        valgrind.display()
+    ));
+}
+
+/// `PYTHONMALLOC=malloc` for a Python target, unless the user set it.
+pub(super) fn set_python_malloc(cmd: &mut Command, environment: &mut Vec<String>) {
+    match std::env::var_os("PYTHONMALLOC") {
+        None => {
+            cmd.env("PYTHONMALLOC", "malloc");
+            environment.push("PYTHONMALLOC=malloc (set by leakgate: Python target)".into());
+        }
+        Some(v) => environment.push(format!(
+            "PYTHONMALLOC={} (yours, kept; leakgate would set malloc)",
+            v.to_string_lossy()
+        )),
+    }
+}
+
+/// Per-test checkpoints: the `leakgate_probe` package at `probe` first on
+/// `PYTHONPATH`, its pytest plugin in `PYTEST_PLUGINS` for a pytest target,
+/// `LEAKGATE_REPEAT` for `--repeat`.
+pub(super) fn set_probe(
+    cmd: &mut Command,
+    environment: &mut Vec<String>,
+    probe: &Path,
+    pytest: bool,
+    repeat: u32,
+) {
+    let mut pp = OsString::from(probe.as_os_str());
+    let old = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty());
+    if let Some(old) = &old {
+        pp.push(":");
+        pp.push(old);
+    }
+    cmd.env("PYTHONPATH", &pp);
+    cmd.env("LEAKGATE_PROBE", "1");
+    environment.push(format!(
+        "PYTHONPATH={}{} (set by leakgate: the leakgate_probe package for per-test leak checks)",
+        probe.display(),
+        if old.is_some() {
+            ":… (yours after it)"
+        } else {
+            ""
+        }
+    ));
+    if pytest {
+        let plugins = match std::env::var("PYTEST_PLUGINS") {
+            Ok(v) if !v.trim().is_empty() => format!("{v},leakgate_probe.autoload"),
+            _ => "leakgate_probe.autoload".to_string(),
+        };
+        cmd.env("PYTEST_PLUGINS", &plugins);
+        environment.push(format!(
+            "PYTEST_PLUGINS={plugins} (set by leakgate: a leak checkpoint after every test)"
+        ));
+    }
+    if repeat > 1 {
+        cmd.env("LEAKGATE_REPEAT", repeat.to_string());
+        environment.push(format!(
+            "LEAKGATE_REPEAT={repeat} (set by leakgate: --repeat)"
+        ));
+    }
+}
+
+/// The whole command line, as text for the report.
+pub(super) fn command_text(
+    valgrind: &Path,
+    args: &[OsString],
+    target_argv: &[String],
+) -> Vec<String> {
+    let mut v = vec![valgrind.display().to_string()];
+    v.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
+    v.extend(target_argv.iter().cloned());
+    v
+}
+
+fn os_concat(prefix: &str, p: &Path) -> OsString {
+    let mut s = OsString::from(prefix);
+    s.push(p.as_os_str());
+    s
+}

@@ -1,0 +1,34 @@
+//! Unit tests of `run`.
+
+use super::files::supports_seq;
+use super::target::is_python_name;
+use super::*;
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+    assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+    assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+    assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+    assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+    assert!(parse_duration("ten").is_err());
+    assert!(parse_duration("5x").is_err());
+    assert!(parse_duration("").is_err());
+}
+
+#[test]
+fn seq_support() {
+    assert!(supports_seq(Some("3.19.0")));
+    assert!(supports_seq(Some("3.22.0")));
+    assert!(!supports_seq(Some("3.18.1")));
+    assert!(!supports_seq(None));
+}
+
+#[test]
+fn python_names() {
+    assert!(is_python_name("python"));
+    assert!(is_python_name("python3"));
+    assert!(is_python_name("python3.11"));
+    assert!(!is_python_name("python-config"));
+    assert!(!is_python_name("cpython"));
+}
