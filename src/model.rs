@@ -153,3 +153,57 @@ pub struct ProcessInfo {
     /// Forked from a traced parent without exec.
     pub forked: bool,
 }
+
+/// What Valgrind itself renames `(below main)` (with the default
+/// `--show-below-main=no`; its `VG_(get_fnname_kind)`): glibc's start-up
+/// functions by their exact names or with a `.` clone suffix. A versioned
+/// symbol such as `__libc_start_main@@GLIBC_2.34` is *not* renamed (see
+/// `../shared/docs/valgrind-xml-and-suppressions.md` §3.4), which the
+/// suppression matcher must mirror.
+pub fn valgrind_renames_below_main(name: &str) -> bool {
+    matches!(
+        name,
+        "__libc_start_main" | "__libc_start_call_main" | "_start" | "generic_start_main"
+    ) || name.starts_with("__libc_start_main.")
+        || name.starts_with("generic_start_main.")
+}
+
+/// Whether a frame lies below `main`: Valgrind's `(below main)`, a name
+/// Valgrind renames so, or such a name with a version suffix
+/// (`__libc_start_main@@GLIBC_2.34`) or glibc 2.34's `__libc_start_main_impl`.
+/// Such frames never decide whose a record is and never pin a generated
+/// suppression.
+pub fn is_below_main(name: &str) -> bool {
+    if name == "(below main)" || valgrind_renames_below_main(name) {
+        return true;
+    }
+    let base = name.split('@').next().unwrap_or(name);
+    (base != name && valgrind_renames_below_main(base)) || base == "__libc_start_main_impl"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn below_main_is_valgrind_s_rule_plus_what_it_leaves_unrenamed() {
+        for n in [
+            "(below main)",
+            "__libc_start_main",
+            "__libc_start_call_main",
+            "_start",
+            "generic_start_main.isra.0",
+            "__libc_start_main@@GLIBC_2.34",
+            "__libc_start_main_impl",
+        ] {
+            assert!(is_below_main(n), "{n}");
+        }
+        for n in ["main", "_start_thread", "__libc_start_mainly", "start"] {
+            assert!(!is_below_main(n), "{n}");
+        }
+        // Valgrind does not rename the versioned symbol.
+        assert!(!valgrind_renames_below_main("__libc_start_main@@GLIBC_2.34"));
+        assert!(valgrind_renames_below_main("__libc_start_main.constprop.0"));
+        assert!(!valgrind_renames_below_main("(below main)"));
+    }
+}

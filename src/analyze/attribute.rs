@@ -300,14 +300,7 @@ fn is_interpreter_bookkeeping(f: &str) -> bool {
         || f.starts_with("_tracemalloc_")
 }
 
-/// Names Valgrind gives frames below `main`; they never decide.
-pub fn is_below_main(f: &str) -> bool {
-    f == "(below main)"
-        || f == "_start"
-        || f.starts_with("__libc_start_main")
-        || f.starts_with("__libc_start_call_main")
-        || f.starts_with("generic_start_main")
-}
+pub use crate::model::is_below_main;
 
 /// How a frame's source file relates to the user's roots.
 #[derive(Debug, Clone)]

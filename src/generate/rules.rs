@@ -23,13 +23,7 @@ pub(super) fn is_alloc_name(n: &str) -> bool {
         || n.starts_with("operator delete")
 }
 
-pub(super) fn is_below_main(n: &str) -> bool {
-    n == "(below main)"
-        || n == "_start"
-        || n.starts_with("__libc_start_main")
-        || n.starts_with("__libc_start_call_main")
-        || n.starts_with("generic_start_main")
-}
+use crate::model::is_below_main;
 
 /// `fun:` pattern for a (mangled) name: clone/version suffixes become `*`,
 /// `*` and `?` inside the name become `?`.

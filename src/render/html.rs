@@ -703,23 +703,7 @@ fn stack(o: &mut String, title: &str, frames: &[FrameOut]) {
         return;
     }
     let n = frames.len();
-    let mut keep = vec![false; n];
-    for (i, fr) in frames.iter().enumerate() {
-        if fr.user {
-            keep[i] = true;
-            if i > 0 {
-                keep[i - 1] = true;
-            }
-            if i + 1 < n {
-                keep[i + 1] = true;
-            }
-        }
-    }
-    if !keep.iter().any(|k| *k) {
-        for k in keep.iter_mut().take(4) {
-            *k = true;
-        }
-    }
+    let keep = crate::render::shown_frames(frames);
     let _ = writeln!(
         o,
         "<div class=\"stack\"><div class=\"stitle\">{} <span class=\"muted\">({})</span></div>\n<ol class=\"frames\">",

@@ -10,3 +10,64 @@ pub mod junit;
 pub mod markdown;
 pub mod sarif;
 pub mod text;
+
+use crate::report::FrameOut;
+
+/// Which frames of a stack a person needs to see (the text report prints
+/// the others as `... N frames`, the HTML folds them): the user's frames
+/// and one frame either side; the innermost three when no frame is the
+/// user's; and a lone frame between shown ones (a fold of one frame would
+/// cost a line anyway).
+pub fn shown_frames(frames: &[FrameOut]) -> Vec<bool> {
+    let n = frames.len();
+    let mut keep = vec![false; n];
+    for (i, fr) in frames.iter().enumerate() {
+        if fr.user {
+            keep[i.saturating_sub(1)..(i + 2).min(n)].fill(true);
+        }
+    }
+    if !keep.contains(&true) {
+        keep.iter_mut().take(3).for_each(|k| *k = true);
+    }
+    for i in 0..n {
+        let before = i == 0 || keep[i - 1];
+        let after = i + 1 == n || keep[i + 1];
+        if !keep[i] && before && after {
+            keep[i] = true;
+        }
+    }
+    keep
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stack(user: &[bool]) -> Vec<FrameOut> {
+        user.iter()
+            .map(|u| FrameOut {
+                function: None,
+                object: None,
+                file: None,
+                path: None,
+                line: None,
+                ip: None,
+                user: *u,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn user_frames_and_their_neighbours_are_shown() {
+        let k = shown_frames(&stack(&[false, false, false, true, false, false, false, false]));
+        assert_eq!(k, [false, false, true, true, true, false, false, false]);
+        // no user frame: the innermost three (and a lone gap filled)
+        let k = shown_frames(&stack(&[false; 5]));
+        assert_eq!(k, [true, true, true, false, false]);
+        let k = shown_frames(&stack(&[false; 4]));
+        assert_eq!(k, [true, true, true, true]);
+        // a single frame between shown ones is shown
+        let k = shown_frames(&stack(&[true, false, false, true, false, false, false]));
+        assert_eq!(k, [true, true, true, true, true, false, false]);
+    }
+}

@@ -65,33 +65,7 @@ fn short_stack(f: &Finding, verbose: bool) -> Vec<(bool, &FrameOut)> {
     if verbose || f.stack.len() <= 6 {
         return f.stack.iter().map(|fr| (fr.user, fr)).collect();
     }
-    let n = f.stack.len();
-    let mut keep = vec![false; n];
-    for (i, fr) in f.stack.iter().enumerate() {
-        if fr.user {
-            keep[i] = true;
-            if i > 0 {
-                keep[i - 1] = true;
-            }
-            if i + 1 < n {
-                keep[i + 1] = true;
-            }
-        }
-    }
-    if !keep.iter().any(|k| *k) {
-        for k in keep.iter_mut().take(3) {
-            *k = true;
-        }
-    }
-    // A gap of one frame (at the start, between kept frames, or at the
-    // end) costs a line either way: show the frame, not "... 1 frames".
-    for i in 0..n {
-        let before = i == 0 || keep[i - 1];
-        let after = i + 1 == n || keep[i + 1];
-        if !keep[i] && before && after {
-            keep[i] = true;
-        }
-    }
+    let keep = crate::render::shown_frames(&f.stack);
     f.stack
         .iter()
         .zip(keep)

@@ -94,13 +94,7 @@ pub(super) const UNKNOWN: &str = "???";
 pub(super) const BELOW_MAIN: &str = "(below main)";
 
 /// Below-main function names (Linux), renamed `(below main)` by default.
-pub fn is_below_main_name(s: &str) -> bool {
-    matches!(
-        s,
-        "__libc_start_main" | "__libc_start_call_main" | "_start" | "generic_start_main"
-    ) || s.starts_with("__libc_start_main.")
-        || s.starts_with("generic_start_main.")
-}
+pub use crate::model::valgrind_renames_below_main as is_below_main_name;
 
 /// Whether a `<fn>` looks demangled (§3.7).
 pub fn fun_certainty(name: &str) -> FunCertainty {
