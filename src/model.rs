@@ -202,7 +202,9 @@ mod tests {
             assert!(!is_below_main(n), "{n}");
         }
         // Valgrind does not rename the versioned symbol.
-        assert!(!valgrind_renames_below_main("__libc_start_main@@GLIBC_2.34"));
+        assert!(!valgrind_renames_below_main(
+            "__libc_start_main@@GLIBC_2.34"
+        ));
         assert!(valgrind_renames_below_main("__libc_start_main.constprop.0"));
         assert!(!valgrind_renames_below_main("(below main)"));
     }

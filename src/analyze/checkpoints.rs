@@ -75,8 +75,9 @@ fn signed(tok: &str) -> Option<i64> {
         b'-' => (true, &inner[1..]),
         _ => return None,
     };
-    let n = crate::parse::parse_num(digits)? as i64;
-    Some(if neg { -n } else { n })
+    // A count beyond i64 (hostile input) saturates: never wraps, never panics.
+    let n = i64::try_from(crate::parse::parse_num(digits)?).unwrap_or(i64::MAX);
+    Some(if neg { n.saturating_neg() } else { n })
 }
 
 /// One loss record of a snapshot, reduced to what the tracker needs.
@@ -111,8 +112,8 @@ type Live = VecDeque<(Ckpt, (u64, Option<u32>), i64, i64)>;
 
 fn add_share(shares: &mut Shares, key: (u64, Option<u32>), c: Ckpt, bytes: i64, blocks: i64) {
     let e = shares.entry(key).or_default().entry(c).or_insert((0, 0));
-    e.0 += bytes;
-    e.1 += blocks;
+    e.0 = e.0.saturating_add(bytes);
+    e.1 = e.1.saturating_add(blocks);
 }
 
 /// Takes up to `want` blocks from the oldest live blocks; returns the
@@ -124,15 +125,22 @@ fn take_live(live: &mut Live, want: i64, shares: &mut Shares) -> Vec<(Ckpt, i64,
         let Some(front) = live.front_mut() else { break };
         let take = want.min(front.2);
         let bytes = if front.2 > 0 {
-            front.3 * take / front.2
+            // i128: bytes × blocks of hostile input must not overflow.
+            (i128::from(front.3) * i128::from(take) / i128::from(front.2)) as i64
         } else {
             0
         };
-        add_share(shares, front.1, front.0, -bytes, -take);
+        add_share(
+            shares,
+            front.1,
+            front.0,
+            bytes.saturating_neg(),
+            take.saturating_neg(),
+        );
         out.push((front.0, take, bytes));
-        front.2 -= take;
-        front.3 -= bytes;
-        want -= take;
+        front.2 = front.2.saturating_sub(take);
+        front.3 = front.3.saturating_sub(bytes);
+        want = want.saturating_sub(take);
         if front.2 <= 0 {
             live.pop_front();
         }
@@ -153,24 +161,38 @@ fn process_group(
     // Per site: blocks that left the not-lost kinds in this snapshot.
     let mut left: HashMap<u64, i64> = HashMap::new();
     for s in group.iter().filter(|s| !s.lost && s.dblocks < 0) {
-        *left.entry(s.site).or_default() += -s.dblocks;
+        let e = left.entry(s.site).or_default();
+        *e = e.saturating_add(s.dblocks.saturating_neg());
     }
     let mut moved: HashMap<u64, i64> = HashMap::new();
     // Lost blocks: first those that were reachable before (the lag).
     for s in group.iter().filter(|s| s.lost && s.dblocks > 0) {
         let l = live.entry((s.process, s.site)).or_default();
-        let avail =
-            left.get(&s.site).copied().unwrap_or(0) - moved.get(&s.site).copied().unwrap_or(0);
+        let avail = left
+            .get(&s.site)
+            .copied()
+            .unwrap_or(0)
+            .saturating_sub(moved.get(&s.site).copied().unwrap_or(0));
         let from_live = s.dblocks.min(avail.max(0));
         let per_block = s.dbytes.max(0) / s.dblocks.max(1);
-        let mut placed = 0;
+        let mut placed: i64 = 0;
         for (owner, blocks, _) in take_live(l, from_live, shares) {
-            add_share(shares, s.key, owner, per_block * blocks, blocks);
-            placed += blocks;
+            add_share(
+                shares,
+                s.key,
+                owner,
+                per_block.saturating_mul(blocks),
+                blocks,
+            );
+            placed = placed.saturating_add(blocks);
         }
-        *moved.entry(s.site).or_default() += placed;
-        let rest_blocks = s.dblocks - placed;
-        let rest_bytes = s.dbytes.max(0) - per_block * placed;
+        let m = moved.entry(s.site).or_default();
+        *m = m.saturating_add(placed);
+        let rest_blocks = s.dblocks.saturating_sub(placed);
+        let rest_bytes = s
+            .dbytes
+            .max(0)
+            .saturating_sub(per_block.saturating_mul(placed));
         if rest_blocks > 0 || rest_bytes > 0 {
             add_share(shares, s.key, c, rest_bytes, rest_blocks);
         }
@@ -180,9 +202,9 @@ fn process_group(
         let l = live.entry((s.process, s.site)).or_default();
         if s.dblocks < 0 {
             let m = moved.entry(s.site).or_default();
-            let already = (*m).min(-s.dblocks);
-            *m -= already;
-            let freed = -s.dblocks - already;
+            let already = (*m).min(s.dblocks.saturating_neg());
+            *m = m.saturating_sub(already);
+            let freed = s.dblocks.saturating_neg().saturating_sub(already);
             take_live(l, freed, shares);
         } else if s.dblocks > 0 || s.dbytes > 0 {
             l.push_back((c, s.key, s.dblocks, s.dbytes.max(0)));
@@ -269,8 +291,8 @@ pub fn resolve(
             let e = cum
                 .entry((s.process, s.site, s.key, s.lost))
                 .or_insert((0, 0));
-            e.0 += s.dbytes;
-            e.1 += s.dblocks;
+            e.0 = e.0.saturating_add(s.dbytes);
+            e.1 = e.1.saturating_add(s.dblocks);
         }
     }
     // The final leak check (at exit) is one more snapshot: its growth is
@@ -284,15 +306,15 @@ pub fn resolve(
         let mut fin: BTreeMap<SiteKey, (i64, i64)> = BTreeMap::new();
         for f in finals.iter().filter(|f| f.process == p) {
             let e = fin.entry((f.site, f.key, f.lost)).or_insert((0, 0));
-            e.0 += f.dbytes;
-            e.1 += f.dblocks;
+            e.0 = e.0.saturating_add(f.dbytes);
+            e.1 = e.1.saturating_add(f.dblocks);
         }
         let mut all = fin.clone();
         for (&(q, site, key, lost), v) in &cum {
             if q == p {
                 let e = all.entry((site, key, lost)).or_insert((0, 0));
-                e.0 -= v.0;
-                e.1 -= v.1;
+                e.0 = e.0.saturating_sub(v.0);
+                e.1 = e.1.saturating_sub(v.1);
             }
         }
         let group: Vec<SnapRec> = all
@@ -364,7 +386,7 @@ pub fn resolve(
                     .iter_mut()
                     .find(|t| t.test == label && t.kind == kind)
                 {
-                    Some(t) => t.errors += n,
+                    Some(t) => t.errors = t.errors.saturating_add(*n),
                     None => f.tests.push(TestShare {
                         test: label,
                         kind,
@@ -405,8 +427,8 @@ pub fn resolve(
                 ),
             };
             let (b, n) = (v.0.max(0) as u64, v.1.max(0) as u64);
-            total.0 += b;
-            total.1 += n;
+            total.0 = total.0.saturating_add(b);
+            total.1 = total.1.saturating_add(n);
             let t = match tests
                 .iter_mut()
                 .position(|t| t.test == label && t.kind == kind)
@@ -434,13 +456,13 @@ pub fn resolve(
                     tests.last_mut().expect("just pushed")
                 }
             };
-            t.bytes += b;
-            t.blocks += n;
+            t.bytes = t.bytes.saturating_add(b);
+            t.blocks = t.blocks.saturating_add(n);
             if let Some(r) = rep
                 && let Some(slot) = t.repetitions.get_mut(r.saturating_sub(1) as usize)
             {
-                slot.bytes += b;
-                slot.blocks += n;
+                slot.bytes = slot.bytes.saturating_add(b);
+                slot.blocks = slot.blocks.saturating_add(n);
             }
         }
         // What the final check has beyond the snapshots, at allocation
@@ -450,8 +472,8 @@ pub fn resolve(
         let fk = f.blocks.unwrap_or(0);
         if f.is_leak() && (fb > total.0 || fk > total.1) {
             if let Some(t) = tests.iter_mut().find(|t| t.kind == "outside") {
-                t.bytes += fb.saturating_sub(total.0);
-                t.blocks += fk.saturating_sub(total.1);
+                t.bytes = t.bytes.saturating_add(fb.saturating_sub(total.0));
+                t.blocks = t.blocks.saturating_add(fk.saturating_sub(total.1));
             } else {
                 tests.push(TestShare {
                     test: "(before the first or after the last checkpoint)".into(),
@@ -606,14 +628,11 @@ pub fn recycled_note(findings: &[Finding]) -> Option<String> {
     for f in findings.iter().filter(|f| {
         !f.is_user()
             && f.source.as_deref() == Some("python")
-            && matches!(
-                f.kind.as_str(),
-                "Leak_DefinitelyLost" | "Leak_IndirectlyLost"
-            )
+            && f.kind.is_lost()
             && made_as_free_list_type(f)
     }) {
-        blocks += f.blocks.unwrap_or(0);
-        bytes += f.direct_bytes.or(f.bytes).unwrap_or(0);
+        blocks = blocks.saturating_add(f.blocks.unwrap_or(0));
+        bytes = bytes.saturating_add(f.direct_bytes.or(f.bytes).unwrap_or(0));
     }
     (blocks > 0).then(|| {
         format!(
@@ -647,10 +666,7 @@ fn python_only_growth<'a>(findings: impl Iterator<Item = &'a Finding>) -> Vec<St
     let mut order: Vec<String> = Vec::new();
     let mut by: HashMap<String, Grew> = HashMap::new();
     for f in findings.filter(|f| f.is_leak()) {
-        let lost = matches!(
-            f.kind.as_str(),
-            "Leak_DefinitelyLost" | "Leak_IndirectlyLost"
-        );
+        let lost = f.kind.is_lost();
         let python = !f.is_user() && f.source.as_deref() == Some("python");
         for t in f
             .tests
@@ -670,8 +686,8 @@ fn python_only_growth<'a>(findings: impl Iterator<Item = &'a Finding>) -> Vec<St
                     _ => f.per_call.clone().unwrap_or_default(),
                 };
                 g.records += 1;
-                g.bytes += one.bytes;
-                g.blocks += one.blocks;
+                g.bytes = g.bytes.saturating_add(one.bytes);
+                g.blocks = g.blocks.saturating_add(one.blocks);
             }
         }
     }
@@ -695,220 +711,4 @@ fn python_only_growth<'a>(findings: impl Iterator<Item = &'a Finding>) -> Vec<St
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deltas() {
-        assert_eq!(
-            parse_delta(
-                "80 (+40) bytes in 2 (+1) blocks are definitely lost in loss record 5 of 10"
-            ),
-            Some((40, 1))
-        );
-        assert_eq!(
-            parse_delta(
-                "1,048 (+1,024) (16 (+16) direct, 32 (+32) indirect) bytes in 3 (-1) blocks are still reachable in loss record 1 of 2"
-            ),
-            Some((1024, -1))
-        );
-        assert_eq!(
-            parse_delta("16 bytes in 1 blocks are definitely lost in loss record 1 of 1"),
-            None
-        );
-        assert_eq!(
-            parse_delta("48 (16 direct, 32 indirect) bytes in 1 blocks are definitely lost"),
-            None
-        );
-    }
-
-    fn finding(kind: &str, bytes: u64, blocks: u64) -> Finding {
-        serde_json::from_value(serde_json::json!({
-            "fingerprint": "f", "kind": kind, "category": "user", "source": null,
-            "message": "", "bytes": bytes, "direct_bytes": bytes, "blocks": blocks,
-            "count": 1, "location": null, "source_line": null, "stack": [],
-            "origin": null, "pids": [], "records": 1, "aux": []
-        }))
-        .unwrap()
-    }
-
-    fn marker(label: &str, rep: u32) -> String {
-        format!(
-            "leakgate-checkpoint {{\"v\":1,\"kind\":\"test\",\"label\":\"{label}\",\"rep\":{rep},\"of\":2}}"
-        )
-    }
-
-    fn rec(msgs: u32, key: u64, lost: bool, dbytes: i64, dblocks: i64) -> SnapRec {
-        SnapRec {
-            process: 0,
-            msgs,
-            key: (key, Some(1)),
-            site: 7,
-            lost,
-            dbytes,
-            dblocks,
-        }
-    }
-
-    #[test]
-    fn a_block_lost_later_belongs_to_the_test_that_allocated_it() {
-        // Test a (2 repetitions) allocates a block per run at site 7: still
-        // reachable at its checkpoints (a stale pointer); the first is lost
-        // at test b's checkpoint, the second only at exit.
-        let msgs = vec![
-            marker("a", 1),
-            marker("a", 2),
-            marker("b", 1),
-            marker("b", 2),
-        ];
-        let (reach, lost) = (1u64, 2u64);
-        let snaps = vec![
-            rec(1, reach, false, 16, 1),
-            rec(2, reach, false, 16, 1),
-            rec(3, lost, true, 16, 1),
-            rec(3, reach, false, -16, -1),
-        ];
-        // At exit: 2 blocks lost, none reachable.
-        let finals = vec![rec(0, lost, true, 32, 2)];
-        let mut fl = finding("Leak_DefinitelyLost", 32, 2);
-        let key = (lost, Some(1));
-        let mut keyed = vec![(&key, &mut fl)];
-        let out = resolve(
-            &mut keyed,
-            &Inputs {
-                messages: &[&msgs],
-                pids: &[Some(1)],
-                complete: &[true],
-                snaps: &snaps,
-                finals: &finals,
-                errors: &[],
-                hidden_reachable: 0,
-            },
-        )
-        .unwrap();
-        assert_eq!(out.checkpoints, 4);
-        assert_eq!(out.repeat, 2);
-        let t: Vec<(&str, u64, u64)> = fl
-            .tests
-            .iter()
-            .map(|t| (t.test.as_str(), t.bytes, t.blocks))
-            .collect();
-        assert_eq!(t, [("a", 32, 2)]);
-        assert_eq!(
-            fl.tests[0].repetitions,
-            [
-                BytesBlocks {
-                    bytes: 16,
-                    blocks: 1
-                },
-                BytesBlocks {
-                    bytes: 16,
-                    blocks: 1
-                }
-            ]
-        );
-        assert_eq!(fl.growth, Some(Growth::PerCall));
-    }
-
-    #[test]
-    fn markers() {
-        let m = parse_marker(
-            "leakgate-checkpoint {\"v\":1,\"kind\":\"test\",\"label\":\"t.py::a[\\u003c1\\u003e]\",\"rep\":2,\"of\":3}\n",
-        )
-        .unwrap();
-        assert_eq!(m.kind, "test");
-        assert_eq!(m.label, "t.py::a[<1>]");
-        assert_eq!((m.rep, m.of), (Some(2), Some(3)));
-        assert_eq!(m.freelists, None);
-        assert!(parse_marker("hello").is_none());
-        let m = parse_marker(
-            "leakgate-checkpoint {\"v\":1,\"kind\":\"start\",\"label\":\"collection\",\"freelists\":\"off\"}",
-        )
-        .unwrap();
-        assert_eq!(m.freelists.as_deref(), Some("off"));
-    }
-
-    /// A finding that grew by `per_rep` blocks of 56 bytes at each of two
-    /// repetitions of `test`.
-    fn grew(kind: &str, source: Option<&str>, test: &str, per_rep: u64) -> Finding {
-        let mut f = finding(kind, 112 * per_rep, 2 * per_rep);
-        if let Some(s) = source {
-            f.category = crate::report::Category::Noise;
-            f.source = Some(s.into());
-        }
-        let r = BytesBlocks {
-            bytes: 56 * per_rep,
-            blocks: per_rep,
-        };
-        f.tests = vec![TestShare {
-            test: test.into(),
-            kind: "test".into(),
-            bytes: 112 * per_rep,
-            blocks: 2 * per_rep,
-            repetitions: vec![r.clone(), r],
-            growth: Some(Growth::PerCall),
-            errors: 0,
-        }];
-        f
-    }
-
-    #[test]
-    fn recycled_note_counts_lost_python_blocks_from_free_list_allocators() {
-        let frame = |f: &str| crate::report::FrameOut {
-            function: Some(f.into()),
-            object: None,
-            file: None,
-            path: None,
-            line: None,
-            ip: None,
-            user: false,
-        };
-        let mut tuple = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
-        tuple.stack = vec![frame("malloc"), frame("gc_alloc"), frame("PyTuple_New")];
-        let mut resized = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
-        resized.stack = vec![
-            frame("realloc"),
-            frame("_PyObject_GC_Resize"),
-            frame("_PyTuple_Resize"),
-        ];
-        let mut other = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
-        other.stack = vec![frame("malloc"), frame("PyUnicode_New"), frame("PyList_New")];
-        let mut reachable = tuple.clone();
-        reachable.kind = "Leak_StillReachable".into();
-        let note = recycled_note(&[tuple, resized, other, reachable]).unwrap();
-        assert!(
-            note.starts_with("4 lost blocks (224 bytes) in `python` noise were made as tuples"),
-            "{note}"
-        );
-        assert_eq!(recycled_note(&[]), None);
-    }
-
-    #[test]
-    fn python_only_growth_is_noted_once_per_test() {
-        let fs = [
-            // t1: only the interpreter's blocks grow, in two findings.
-            grew("Leak_DefinitelyLost", Some("python"), "t1", 1),
-            grew("Leak_IndirectlyLost", Some("python"), "t1", 2),
-            // t2: python noise grows, but so does a leak of yours.
-            grew("Leak_DefinitelyLost", Some("python"), "t2", 1),
-            grew("Leak_PossiblyLost", None, "t2", 1),
-            // t3: reachable python noise (pytest's own bookkeeping) and
-            // another library's lost blocks: not notes.
-            grew("Leak_StillReachable", Some("python"), "t3", 1),
-            grew("Leak_DefinitelyLost", Some("system"), "t3", 1),
-        ];
-        let notes = python_only_growth(fs.iter());
-        assert_eq!(notes.len(), 1, "{notes:#?}");
-        assert!(
-            notes[0].starts_with(
-                "t1: 168 bytes in 3 blocks lost at every call, all allocated by the interpreter (`python` noise, 2 findings)"
-            ),
-            "{}",
-            notes[0]
-        );
-        // Growth seen once only (no --repeat) is not a note.
-        let mut once = grew("Leak_DefinitelyLost", Some("python"), "t4", 1);
-        once.tests[0].growth = Some(Growth::Unknown);
-        assert!(python_only_growth([once].iter()).is_empty());
-    }
-}
+mod tests;

@@ -59,7 +59,9 @@ mod tests {
 
     #[test]
     fn user_frames_and_their_neighbours_are_shown() {
-        let k = shown_frames(&stack(&[false, false, false, true, false, false, false, false]));
+        let k = shown_frames(&stack(&[
+            false, false, false, true, false, false, false, false,
+        ]));
         assert_eq!(k, [false, false, true, true, true, false, false, false]);
         // no user frame: the innermost three (and a lone gap filled)
         let k = shown_frames(&stack(&[false; 5]));
