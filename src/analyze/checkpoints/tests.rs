@@ -1,6 +1,8 @@
 //! Unit tests of the per-test tracker: deltas, block lag, growth, notes.
 
+use super::notes::python_only_growth;
 use super::*;
+use crate::report::{BytesBlocks, Growth, TestShare};
 
 #[test]
 fn deltas() {
