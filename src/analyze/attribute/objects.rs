@@ -1,0 +1,179 @@
+//! Whose an object file is, by its path alone: the interpreter, CUDA,
+//! torch, the system, a third-party package, or possibly the user's; and
+//! the noise label ([`Source`]) each class gets.
+
+use serde::Serialize;
+
+/// Where noise comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    Python,
+    Cuda,
+    Torch,
+    System,
+    ThirdParty,
+    Unknown,
+}
+
+impl Source {
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::Python => "python",
+            Source::Cuda => "cuda",
+            Source::Torch => "torch",
+            Source::System => "system",
+            Source::ThirdParty => "third_party",
+            Source::Unknown => "unknown",
+        }
+    }
+}
+
+/// What kind of object (shared library or executable) a frame lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjClass {
+    /// Valgrind's preloaded replacement objects (malloc and friends).
+    Valgrind,
+    Interpreter,
+    Cuda,
+    Torch,
+    System,
+    ThirdParty,
+    /// No object known (`???`, JIT code).
+    Unknown,
+    /// None of the above: a candidate for the user's own code.
+    Other,
+}
+
+/// Path components that mark third-party code wherever they appear.
+pub(super) const THIRD_PARTY_DIRS: &[&str] = &[
+    "site-packages",
+    "dist-packages",
+    ".venv",
+    "venv",
+    "node_modules",
+    "third_party",
+    "_deps",
+];
+
+/// Path components that mark a library's headers compiled into the user's
+/// object (their code allocates on its own behalf: pybind11's function
+/// records, say).
+pub(super) const LIBRARY_HEADER_DIRS: &[&str] = &["pybind11", "nanobind"];
+
+/// Prefixes of system locations.
+pub(super) const SYSTEM_PREFIXES: &[&str] =
+    &["/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/etc/"];
+
+pub(super) fn has_component(path: &str, names: &[&str]) -> bool {
+    path.split('/').any(|c| names.contains(&c))
+}
+
+pub(super) fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Classifies an object path (`<obj>`).
+pub fn classify_object(obj: Option<&str>) -> ObjClass {
+    let Some(obj) = obj else {
+        return ObjClass::Unknown;
+    };
+    if obj.is_empty() || obj == "???" {
+        return ObjClass::Unknown;
+    }
+    let base = basename(obj);
+    if base.starts_with("vgpreload_") || obj.contains("/valgrind/vgpreload") {
+        return ObjClass::Valgrind;
+    }
+    if base.starts_with("libpython") || is_python_exe(base) || obj.contains("/lib-dynload/") {
+        return ObjClass::Interpreter;
+    }
+    const CUDA: &[&str] = &[
+        "libcuda.",
+        "libcudart",
+        "libnvidia-",
+        "libcublas",
+        "libcudnn",
+        "libnccl",
+        "libcufft",
+        "libcurand",
+        "libcusparse",
+        "libcusolver",
+        "libnvrtc",
+        "libnvtoolsext",
+        "libnvjitlink",
+        "libcupti",
+        "libnvperf",
+        "libcufile",
+        "libnvtx",
+        "libcudadebugger",
+    ];
+    let lower = base.to_ascii_lowercase();
+    if CUDA.iter().any(|p| lower.starts_with(p)) || obj.contains("/site-packages/nvidia/") {
+        return ObjClass::Cuda;
+    }
+    const TORCH: &[&str] = &[
+        "libtorch",
+        "libc10",
+        "libshm",
+        "libcaffe2",
+        "libmkl",
+        "libiomp",
+        "libgomp-",
+        "libnvfuser",
+    ];
+    if TORCH.iter().any(|p| lower.starts_with(p))
+        || obj.contains("/site-packages/torch/")
+        || obj.contains("/dist-packages/torch/")
+    {
+        return ObjClass::Torch;
+    }
+    const SYSTEM: &[&str] = &[
+        "libc.so",
+        "libc-",
+        "ld-linux",
+        "ld64.so",
+        "libstdc++",
+        "libgcc_s",
+        "libgomp.",
+        "libm.so",
+        "libm-",
+        "libpthread",
+        "libdl.",
+        "libdl-",
+        "librt.",
+        "libresolv",
+        "libz.so",
+        "libffi",
+    ];
+    if SYSTEM.iter().any(|p| lower.starts_with(p)) {
+        return ObjClass::System;
+    }
+    if has_component(obj, THIRD_PARTY_DIRS) {
+        return ObjClass::ThirdParty;
+    }
+    if SYSTEM_PREFIXES.iter().any(|p| obj.starts_with(p)) {
+        return ObjClass::System;
+    }
+    ObjClass::Other
+}
+
+pub(super) fn is_python_exe(base: &str) -> bool {
+    let Some(rest) = base.strip_prefix("python") else {
+        return false;
+    };
+    rest.chars()
+        .all(|c| c.is_ascii_digit() || c == '.' || c == 'm' || c == 'd')
+}
+
+pub(super) fn class_source(c: ObjClass) -> Source {
+    match c {
+        ObjClass::Interpreter => Source::Python,
+        ObjClass::Cuda => Source::Cuda,
+        ObjClass::Torch => Source::Torch,
+        ObjClass::System | ObjClass::Valgrind => Source::System,
+        ObjClass::ThirdParty => Source::ThirdParty,
+        ObjClass::Unknown => Source::Unknown,
+        ObjClass::Other => Source::ThirdParty,
+    }
+}

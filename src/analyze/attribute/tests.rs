@@ -1,0 +1,251 @@
+//! Unit tests of attribution: which frame decides, and whose it is.
+
+use super::*;
+
+#[test]
+fn classifies_objects() {
+    let c = |s| classify_object(Some(s));
+    assert_eq!(
+        c("/usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so"),
+        ObjClass::Valgrind
+    );
+    assert_eq!(
+        c("/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"),
+        ObjClass::Interpreter
+    );
+    assert_eq!(c("/usr/bin/python3.11"), ObjClass::Interpreter);
+    assert_eq!(
+        c("/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so"),
+        ObjClass::Interpreter
+    );
+    assert_eq!(
+        c("/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05"),
+        ObjClass::Cuda
+    );
+    assert_eq!(
+        c("/v/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so"),
+        ObjClass::Torch
+    );
+    assert_eq!(c("/usr/lib/x86_64-linux-gnu/libc.so.6"), ObjClass::System);
+    assert_eq!(
+        c("/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30"),
+        ObjClass::System
+    );
+    assert_eq!(
+        c("/v/lib/python3.11/site-packages/numpy/core/_multiarray_umath.so"),
+        ObjClass::ThirdParty
+    );
+    assert_eq!(
+        c("/home/dev/project/ext.cpython-311-x86_64-linux-gnu.so"),
+        ObjClass::Other
+    );
+    assert_eq!(c("???"), ObjClass::Unknown);
+    assert_eq!(classify_object(None), ObjClass::Unknown);
+}
+
+const LIBPY: &str = "/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0";
+const PRELOAD: &str = "/usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so";
+
+fn fr(obj: &str, func: &str, src: Option<(&str, &str, u32)>) -> Frame {
+    Frame {
+        obj: Some(obj.into()),
+        func: Some(func.into()),
+        dir: src.map(|(d, _, _)| d.into()),
+        file: src.map(|(_, f, _)| f.into()),
+        line: src.map(|(_, _, l)| l),
+        ..Frame::default()
+    }
+}
+
+/// A checkout with `src/ext.c` and an attributor rooted there.
+fn checkout() -> (tempfile::TempDir, Attributor) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/ext.c"), "int x;\n").unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let att = Attributor::new(UserSpec {
+        roots: vec![root],
+        user_objects: vec![],
+    });
+    (dir, att)
+}
+
+fn leak(stack: Vec<Frame>) -> Record {
+    Record {
+        kind: "Leak_DefinitelyLost".into(),
+        stack,
+        ..Record::default()
+    }
+}
+
+#[test]
+fn extension_installed_into_site_packages_is_yours_when_its_source_is() {
+    let (dir, mut att) = checkout();
+    let so = "/venv/lib/python3.11/site-packages/ext.cpython-311-x86_64-linux-gnu.so";
+    // pip built it in a temporary directory: trailing components match.
+    let rec = leak(vec![
+        fr(PRELOAD, "malloc", None),
+        fr(
+            so,
+            "Py_INCREF",
+            Some(("/usr/local/include/python3.11", "object.h", 500)),
+        ),
+        fr(so, "leaky", Some(("/tmp/pip-req-build-x1/src", "ext.c", 7))),
+        fr(
+            LIBPY,
+            "cfunction_call",
+            Some(("Objects", "methodobject.c", 553)),
+        ),
+    ]);
+    let a = att.attribute(&rec);
+    assert!(a.is_user(), "{a:?}");
+    assert_eq!(a.owner, Some(2));
+    // The checkout's own path (pip install . builds in the tree).
+    let d = dir.path().canonicalize().unwrap().join("src");
+    let rec = leak(vec![
+        fr(PRELOAD, "malloc", None),
+        fr(so, "leaky", Some((d.to_str().unwrap(), "ext.c", 7))),
+    ]);
+    assert!(att.attribute(&rec).is_user());
+    // Another package in site-packages whose sources are not yours.
+    let other = "/venv/lib/python3.11/site-packages/numpy/core/_umath.so";
+    let rec = leak(vec![
+        fr(PRELOAD, "malloc", None),
+        fr(
+            other,
+            "npy_alloc",
+            Some(("/tmp/pip-build/numpy/core/src", "alloc.c", 9)),
+        ),
+    ]);
+    assert_eq!(att.attribute(&rec).source, Some(Source::ThirdParty));
+    // An inlined CPython header in the claimed extension does not
+    // decide for it.
+    let rec = Record {
+        kind: "UninitValue".into(),
+        stack: vec![
+            fr(
+                so,
+                "Py_DECREF",
+                Some(("/opt/py/include/python3.11", "object.h", 537)),
+            ),
+            fr(so, "parse", Some(("/tmp/pip-req-build-x1/src", "ext.c", 9))),
+        ],
+        ..Record::default()
+    };
+    let a = att.attribute(&rec);
+    assert!(a.is_user(), "{a:?}");
+    assert_eq!(a.owner, Some(1));
+}
+
+fn uninit(stack: Vec<Frame>, origin: Vec<Frame>) -> Record {
+    Record {
+        kind: "UninitCondition".into(),
+        stack,
+        aux: vec![crate::model::AuxInfo {
+            text: "Uninitialised value was created by a heap allocation".into(),
+            stack: origin,
+        }],
+        ..Record::default()
+    }
+}
+
+#[test]
+fn uninitialised_values_the_interpreter_made_are_python_noise() {
+    let (_dir, mut att) = checkout();
+    let ext = "/home/u/proj/ext.so";
+    let user = |f: &str, l| fr(ext, f, Some(("/tmp/b/src", "ext.c", l)));
+    let main = vec![fr(LIBPY, "maybe_small_long", None), user("parse_int", 12)];
+    // CPython's _PyLong_New made it (the zero int's digit).
+    let rec = uninit(
+        main.clone(),
+        vec![
+            fr(PRELOAD, "malloc", None),
+            fr(LIBPY, "_PyLong_New", None),
+            fr(LIBPY, "PyLong_FromString", None),
+            user("parse_int", 10),
+        ],
+    );
+    let a = att.attribute(&rec);
+    assert_eq!(a.source, Some(Source::Python));
+    assert_eq!(
+        a.reason,
+        Some(NoiseReason::InterpreterOrigin("_PyLong_New".into()))
+    );
+    // The user asked CPython's allocator for memory and left it
+    // uninitialised: still the user's.
+    for api in ["PyMem_Malloc", "_PyObject_New", "PyBytes_FromStringAndSize"] {
+        let rec = uninit(
+            main.clone(),
+            vec![
+                fr(PRELOAD, "malloc", None),
+                fr(LIBPY, "_PyMem_RawMalloc", None),
+                fr(LIBPY, api, None),
+                user("make", 3),
+            ],
+        );
+        let a = att.attribute(&rec);
+        assert!(a.is_user(), "{api}: {a:?}");
+    }
+    // The user's own malloc.
+    let rec = uninit(main, vec![fr(PRELOAD, "malloc", None), user("make", 3)]);
+    assert!(att.attribute(&rec).is_user());
+}
+
+#[test]
+fn tracemalloc_bookkeeping_under_a_user_call_is_the_interpreters() {
+    let (_dir, mut att) = checkout();
+    let ext = "/home/u/proj/ext.so";
+    let rec = leak(vec![
+        fr(PRELOAD, "malloc", None),
+        fr(LIBPY, "raw_malloc", None),
+        fr(LIBPY, "traceback_new", None),
+        fr(LIBPY, "tracemalloc_add_trace", None),
+        fr(LIBPY, "tracemalloc_alloc", None),
+        fr(LIBPY, "PyObject_Malloc", None),
+        fr(ext, "make", Some(("/tmp/b/src", "ext.c", 3))),
+    ]);
+    let a = att.attribute(&rec);
+    assert_eq!(a.source, Some(Source::Python));
+    assert!(matches!(
+        a.reason,
+        Some(NoiseReason::InterpreterBookkeeping(_))
+    ));
+    // The user's allocation itself, through tracemalloc's hook, stays theirs.
+    let rec = leak(vec![
+        fr(PRELOAD, "malloc", None),
+        fr(LIBPY, "tracemalloc_alloc", None),
+        fr(LIBPY, "tracemalloc_malloc_gil", None),
+        fr(LIBPY, "PyMem_Malloc", None),
+        fr(ext, "make", Some(("/tmp/b/src", "ext.c", 3))),
+    ]);
+    assert!(att.attribute(&rec).is_user());
+}
+
+#[test]
+fn a_descriptor_the_interpreter_opened_is_python_noise() {
+    let (_dir, mut att) = checkout();
+    let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+    let rec = Record {
+        kind: "FdNotClosed".into(),
+        stack: vec![
+            fr(libc, "open", None),
+            fr(LIBPY, "os_open_impl", None),
+            fr(LIBPY, "_PyEval_EvalFrameDefault", None),
+        ],
+        ..Record::default()
+    };
+    let a = att.attribute(&rec);
+    assert_eq!(a.source, Some(Source::Python));
+    assert_eq!(a.owner, Some(1));
+    // Other kinds keep the innermost pass-through frame's label.
+    let rec = Record {
+        kind: "Leak_DefinitelyLost".into(),
+        ..rec
+    };
+    assert_eq!(att.attribute(&rec).source, Some(Source::System));
+}
+
+#[test]
+fn normalizes_paths() {
+    assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
+}
