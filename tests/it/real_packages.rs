@@ -22,7 +22,7 @@
 //! `target/tmp/real_packages/{leaky,fixed}`, rebuilt once per run of this
 //! test binary.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! Integration tests: bad input to `leakgate analyze` gets one clear line on
 //! stderr and exit 2, never a panic or a silent pass.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

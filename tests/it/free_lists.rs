@@ -9,7 +9,7 @@
 //! misplace the leaks (what the switch is for). And a real package:
 //! lru-dict 1.4.1 from PyPI, whose `popitem()` leaks a tuple.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

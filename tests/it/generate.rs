@@ -7,7 +7,7 @@
 //! Valgrind must accept the file. On the torch-ext corpus (post hoc) the
 //! generated file must remove all covered noise and neither user leak.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -18,7 +18,7 @@
 //! extra versions are skipped with a `SKIP:` line (a failure under
 //! `LEAKGATE_REQUIRE_ALL=1`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

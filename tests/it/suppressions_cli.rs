@@ -2,7 +2,7 @@
 //! `--suppressions` errors before any run, counting per rule, unused rules,
 //! and the bundled files: accepted by Valgrind itself, commented, anchored.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

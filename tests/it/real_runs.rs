@@ -6,7 +6,7 @@
 //! pseudo-terminal with `script`, absent when piped). Programs:
 //! `tests/programs/real_runs/`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

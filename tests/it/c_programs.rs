@@ -2,7 +2,7 @@
 //! real Valgrind through `leakgate run`, checked finding by finding against
 //! the markers in their sources.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

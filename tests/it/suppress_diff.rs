@@ -6,7 +6,7 @@
 //! Records the XML cannot decide are listed and fail the test: they are not
 //! counted as agreement.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

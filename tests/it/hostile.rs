@@ -7,7 +7,7 @@
 //! (records read = records in findings + suppressed) that turns any
 //! accounting bug into exit 5.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

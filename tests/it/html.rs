@@ -6,7 +6,7 @@
 //! Chromium, via `tests/browser/screenshot.sh`) loads the page without
 //! console messages and takes a screenshot.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! matching in `tests/reference/mod.rs`, on thousands of random rule sets and
 //! stacks from a fixed seed (the `matcher` fuzz target explores further).
 
-mod reference;
+use crate::reference;
 
 #[test]
 fn matcher_agrees_with_the_reference_model() {

@@ -12,13 +12,13 @@
 //! Both build leakgate again (release) in one target directory of their own
 //! under `target/tmp`, one after the other.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
-use common::{check_success as check, run_capture as output};
+use crate::common::{check_success as check, run_capture as output};
 
 /// The two builds share a target directory: one at a time.
 static BUILD: Mutex<()> = Mutex::new(());

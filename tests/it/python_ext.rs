@@ -3,7 +3,7 @@
 //! `leakgate run -- python test.py` under real Valgrind. Exactly the planted
 //! leaks are the user's; interpreter and pybind11 internals are noise.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,4 +1,5 @@
-//! Shared helpers for leakgate's integration tests (`mod common;`).
+//! Shared helpers for leakgate's integration tests (`crate::common` in the
+//! `it` test binary).
 //!
 //! They build the small leaky programs under `tests/programs/` from source
 //! (C/C++ with gcc/g++, Python extensions with `setup.py build_ext --inplace`),

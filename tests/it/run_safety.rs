@@ -6,7 +6,7 @@
 //! was given and that directory (fresh `HOME`, `TMPDIR` and working
 //! directory stay empty).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! in `fixtures/` (always present) and the shared corpora in `../shared`
 //! (skipped with a message when absent, as in a user's clone).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

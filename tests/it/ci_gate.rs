@@ -10,7 +10,7 @@
 //! then applied to the kept XML with `leakgate analyze`, which shares the
 //! gate with `run`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

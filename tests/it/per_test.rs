@@ -6,7 +6,7 @@
 //! checkpoints through `leakgate_probe.h`; and the recorded XML of that
 //! program through `leakgate analyze`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
