@@ -3,7 +3,7 @@
 //! different files run in parallel (on as many threads as there are CPUs,
 //! `--test-threads N` to change).
 //! Select a file's tests with a filter on its module name, e.g.
-//! `cargo test --release --test it per_test::`.
+//! `cargo test --release --test it per_test::` or `... --test it snapshots`.
 //!
 //! Tests share the process: none may change its environment or working
 //! directory (give them to the child `Command` instead), and each builds
@@ -30,6 +30,7 @@ mod python_ext;
 mod real_packages;
 mod real_runs;
 mod run_safety;
+mod snapshots;
 mod suppress_diff;
 mod suppressions_cli;
 mod versions;

@@ -1,5 +1,5 @@
 //! Shared helpers for leakgate's integration tests (`crate::common` in the
-//! `it` test binary).
+//! `it` test binary; `outputs` runs `analyze` with every output).
 //!
 //! They build the small leaky programs under `tests/programs/` from source
 //! (C/C++ with gcc/g++, Python extensions with `setup.py build_ext --inplace`),
@@ -7,11 +7,13 @@
 //! Python interpreter to test with, and decide whether a test whose
 //! prerequisite is missing is skipped or fails (`LEAKGATE_REQUIRE_ALL=1`).
 //!
-//! Only `std`, `tempfile` and `serde_json` (reports) are used. Every
+//! Only `std`, `tempfile`, `serde_json` (reports) and `regex` (`outputs`) are used. Every
 //! builder copies the sources into a caller-provided directory (usually a
 //! `tempfile::TempDir`) and builds the copy there, so the repository tree is never written to and the debug info
 //! (and therefore Valgrind's `<dir>`/`<file>`) points into that directory.
 #![allow(dead_code)]
+
+pub mod outputs;
 
 use std::ffi::OsStr;
 use std::fs;
