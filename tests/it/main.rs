@@ -15,6 +15,7 @@ mod common;
 #[path = "../reference/mod.rs"]
 mod reference;
 
+mod agreement;
 mod bad_input;
 mod c_programs;
 mod ci_gate;
