@@ -7,9 +7,10 @@
 //!
 //! Tests share the process: none may change its environment or working
 //! directory (give them to the child `Command` instead), and each builds
-//! and runs in its own temporary directory (`common::tempdir()`); the few
-//! shared directories under `target/tmp` are guarded (`distribution`'s
-//! build lock, `real_packages`' `OnceLock`s).
+//! and runs in its own temporary directory (`common::tempdir()`); what is
+//! shared is guarded: `distribution`'s build directory (a lock),
+//! `real_packages`' prepared venvs (`OnceLock`s) and download cache (a lock),
+//! the unpacking of the extra Valgrind builds (a lock in `common`).
 
 mod common;
 #[path = "../reference/mod.rs"]

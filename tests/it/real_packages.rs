@@ -168,6 +168,12 @@ fn fetch(
     requirement: &str,
     sdist: bool,
 ) -> Result<PathBuf, String> {
+    // Both sides fetch the setuptools wheel into the one cache: one
+    // download at a time (the tests run in parallel threads of one binary).
+    static FETCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = FETCH
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let cache = cache_dir();
     let path = cache.join(file);
     if !(path.is_file() && sha256(&path) == sha) {

@@ -374,6 +374,12 @@ pub fn extra_valgrinds() -> Vec<(String, PathBuf)> {
         Ok(v) if !v.trim().is_empty() => v.split(',').map(|s| s.trim().to_string()).collect(),
         _ => EXTRA_VALGRINDS.iter().map(|s| (*s).to_string()).collect(),
     };
+    // unpack.sh replaces a half-unpacked tree: one call at a time in this
+    // process (the tests run in parallel threads of one binary).
+    static UNPACK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = UNPACK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     wanted
         .into_iter()
         .map(|v| {
