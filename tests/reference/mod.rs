@@ -1,7 +1,7 @@
 //! A slow, obviously-correct model of Valgrind's suppression matching
 //! (`../shared/docs/valgrind-xml-and-suppressions.md` §2-§3), and a generator
 //! of random rules and stacks, shared by the property test
-//! (`tests/matcher_reference.rs`) and the `matcher` fuzz target
+//! (`tests/it/matcher_reference.rs`) and the `matcher` fuzz target
 //! (`fuzz/fuzz_targets/matcher.rs`).
 //!
 //! The model works on the generated structure directly: inline groups are

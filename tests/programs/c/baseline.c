@@ -1,5 +1,5 @@
 /*
- * baseline.c - leakgate test program for baselines (tests/ci_gate.rs).
+ * baseline.c - leakgate test program for baselines (tests/it/ci_gate.rs).
  *
  * Build: gcc -g -O0 -o baseline baseline.c
  * Two definite leaks, marked keep_a in leak_a (40 bytes) and keep_b in

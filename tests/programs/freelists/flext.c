@@ -2,7 +2,7 @@
  * flext.c - leakgate test program: a CPython extension whose leaks are
  * objects that CPython recycles through its free lists (tuples, lists,
  * dicts), written the way real extensions get them wrong; used by
- * tests/free_lists.rs (see tests/programs/README.md).
+ * tests/it/free_lists.rs (see tests/programs/README.md).
  *
  * Build: python3 setup.py build_ext --inplace   (compiled with -O0 -g)
  *   pair(a, b)        METH_VARARGS; builds (a, b) with Py_BuildValue and

@@ -1,4 +1,4 @@
-"""test_freelists.py - pytest suite over `flext` (tests/free_lists.rs).
+"""test_freelists.py - pytest suite over `flext` (tests/it/free_lists.rs).
 
 FLEXT_CALLS (default 1) is how many times each test calls its function;
 FLEXT_FIXED=1 calls the fixed functions instead of the leaky ones.

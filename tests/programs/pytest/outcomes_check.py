@@ -1,5 +1,5 @@
 """outcomes_check.py - pytest outcomes under the leakgate plugin (run by
-tests/per_test.rs with -x -k "not never" --repeat 2; not collected by a plain
+tests/it/per_test.rs with -x -k "not never" --repeat 2; not collected by a plain
 `pytest` run, whose default pattern is test_*.py): a skipped test, a test that
 reads past the end of a block (a memory error, not a failure), a test that
 leaks and then fails (-x stops there), a deselected test and one never reached.

@@ -1,6 +1,6 @@
 """service.py - a "service" handling four requests through the CPython test
 extension, with a leakgate_probe checkpoint after each (run by
-tests/per_test.rs as `leakgate run --per-test -- python service.py`). Every
+tests/it/per_test.rs as `leakgate run --per-test -- python service.py`). Every
 request leaks 48 bytes (leakext.leak_malloc); the first also fills the cache.
 """
 import os

@@ -1,4 +1,4 @@
-"""test_suite.py - the pytest suite of tests/per_test.rs over the CPython test
+"""test_suite.py - the pytest suite of tests/it/per_test.rs over the CPython test
 extension `leakext` (tests/programs/cpython, built in place next to a copy of
 this file): one test leaks at every call, one fills a module-level cache once,
 one is clean, one is parametrised x3 and leaks in one parameter only.

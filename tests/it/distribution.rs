@@ -1,0 +1,254 @@
+//! Distribution tests: what users install is what we test.
+//!
+//! * `pip install leakgate`: the wheel is built with maturin (from the test
+//!   Python's environment, `LEAKGATE_TEST_PYTHON`/`.venv`, which CI gives
+//!   maturin), installed into a fresh venv without network, and used from
+//!   that venv's PATH: `leakgate --version`, `leakgate analyze` on a recorded
+//!   fixture, `leakgate run` of the CPython test program, the Python helper
+//!   (`leakgate_probe`, `python -m leakgate`) and its `pytest11` entry point.
+//! * `cargo install --path . --root DIR`: the same checks on the installed
+//!   binary.
+//!
+//! Both build leakgate again (release) in one target directory of their own
+//! under `target/tmp`, one after the other.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use crate::common::{check_success as check, run_capture as output};
+
+/// The two builds share a target directory: one at a time.
+static BUILD: Mutex<()> = Mutex::new(());
+
+fn build_target_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("distribution-target")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// PATH with `dir` first.
+fn path_with(dir: &Path) -> std::ffi::OsString {
+    let mut dirs = vec![dir.to_path_buf()];
+    if let Some(p) = std::env::var_os("PATH") {
+        dirs.extend(std::env::split_paths(&p));
+    }
+    std::env::join_paths(dirs).unwrap()
+}
+
+/// The checks every installation must pass, with `bin_dir` (holding the
+/// installed `leakgate`) first on PATH and `leakgate` called by name.
+fn check_installed(bin_dir: &Path, work: &Path) {
+    let path = path_with(bin_dir);
+    let leakgate = || {
+        let mut c = Command::new("leakgate");
+        c.env("PATH", &path).env_remove("PYTHONMALLOC");
+        c
+    };
+    // Which executable runs: the installed one.
+    let which = output(
+        Command::new("sh")
+            .args(["-c", "command -v leakgate"])
+            .env("PATH", &path),
+        "sh",
+    );
+    assert_eq!(
+        stdout(&which).trim(),
+        bin_dir.join("leakgate").display().to_string()
+    );
+
+    let out = output(leakgate().arg("--version"), "leakgate --version");
+    check(&out, "leakgate --version");
+    let v = stdout(&out);
+    assert!(
+        v.starts_with(&format!("leakgate {}\n", env!("CARGO_PKG_VERSION"))),
+        "{v}"
+    );
+    assert!(v.contains("tested with Valgrind 3.19"), "{v}");
+
+    // analyze on a recorded fixture: the bundled suppressions are inside.
+    let fixture = common::repo_root().join("fixtures/recorded/leak_kinds.xml");
+    let out = output(
+        leakgate()
+            .args(["analyze", "--format", "json"])
+            .arg(&fixture),
+        "leakgate analyze",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the fixture's leaks fail the gate"
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(r["summary"]["records"], 7);
+    assert_eq!(r["summary"]["user"]["definitely_lost"]["bytes"], 181);
+    assert!(r["summary"]["suppressed"]["loaded"].as_u64().unwrap() > 100);
+
+    // Completions and the manual page come from the same binary.
+    let out = output(leakgate().args(["completions", "bash"]), "completions");
+    check(&out, "leakgate completions bash");
+    assert!(stdout(&out).contains("_leakgate()"));
+    let out = output(leakgate().args(["man", "run"]), "man");
+    check(&out, "leakgate man run");
+    assert!(stdout(&out).contains(".TH leakgate-run 1"));
+
+    // run: the CPython test program under real Valgrind.
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let Some(py) = common::python_or_skip() else {
+        return;
+    };
+    let dir = common::build_python_ext_with(&py, "cpython", work);
+    let json = work.join("run.json");
+    let out = output(
+        leakgate()
+            .current_dir(&dir)
+            .args(["run", "--format", "json", "-o"])
+            .arg(&json)
+            .arg("--")
+            .arg(&py)
+            .arg("test.py"),
+        "leakgate run",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the planted leaks fail the gate\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).expect("JSON report");
+    let mut funcs: Vec<String> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "user" && f["kind"] == "Leak_DefinitelyLost")
+        .map(|f| f["location"]["function"].as_str().unwrap_or("").to_string())
+        .collect();
+    funcs.sort();
+    assert_eq!(
+        funcs,
+        ["error_path_leak", "leak_bytes", "leak_malloc"],
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn wheel_installs_into_a_fresh_venv() {
+    let Some(py) = common::python_or_skip() else {
+        return;
+    };
+    let has_maturin = Command::new(&py)
+        .args(["-m", "maturin", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_maturin && common::require_or_skip(&format!("{} has no maturin", py.display())) {
+        return;
+    }
+    let tmp = common::tempdir();
+    let wheels = tmp.path().join("wheels");
+    {
+        let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+        let out = output(
+            Command::new(&py)
+                .current_dir(common::repo_root())
+                .args(["-m", "maturin", "build", "--release", "--quiet", "--out"])
+                .arg(&wheels)
+                .arg("--target-dir")
+                .arg(build_target_dir()),
+            "maturin build",
+        );
+        check(&out, "maturin build --release");
+    }
+    let wheel = std::fs::read_dir(&wheels)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .expect("maturin wrote no wheel");
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with(&format!("leakgate-{}-py3-none-", env!("CARGO_PKG_VERSION"))),
+        "{name}"
+    );
+
+    // A fresh venv, the wheel only (no index, no dependencies).
+    let venv = tmp.path().join("venv");
+    let out = output(
+        Command::new(&py).args(["-m", "venv"]).arg(&venv),
+        "python -m venv",
+    );
+    check(&out, "python -m venv");
+    let vpy = venv.join("bin/python");
+    let out = output(
+        Command::new(&vpy)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-index",
+                "--no-deps",
+                "--disable-pip-version-check",
+            ])
+            .arg(&wheel),
+        "pip install",
+    );
+    check(&out, "pip install the wheel");
+
+    // The Python side: the probe, `python -m leakgate`, the pytest plugin's
+    // entry point.
+    let script = "\
+import importlib.metadata as md, leakgate, leakgate_probe, leakgate_probe.pytest_plugin
+eps = [e.value for e in md.entry_points(group='pytest11') if e.name == 'leakgate']
+print(eps)
+print(leakgate.executable())
+leakgate_probe.checkpoint('not under valgrind: a no-op')
+";
+    let out = output(Command::new(&vpy).args(["-c", script]), "python");
+    check(&out, "importing the installed Python helper");
+    let text = stdout(&out);
+    assert!(
+        text.contains("['leakgate_probe.pytest_plugin']"),
+        "pytest11 entry point: {text}"
+    );
+    assert!(
+        text.contains(&venv.join("bin/leakgate").display().to_string()),
+        "{text}"
+    );
+    let out = output(
+        Command::new(&vpy).args(["-m", "leakgate", "--version"]),
+        "python -m leakgate",
+    );
+    check(&out, "python -m leakgate --version");
+    assert!(stdout(&out).starts_with("leakgate "));
+
+    check_installed(&venv.join("bin"), tmp.path());
+}
+
+#[test]
+fn cargo_install_puts_the_same_binary_in_root() {
+    let tmp = common::tempdir();
+    let root = tmp.path().join("root");
+    {
+        let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+        let out = output(
+            Command::new(env!("CARGO"))
+                .args(["install", "--quiet", "--locked", "--offline", "--path"])
+                .arg(common::repo_root())
+                .arg("--root")
+                .arg(&root)
+                .arg("--target-dir")
+                .arg(build_target_dir()),
+            "cargo install",
+        );
+        check(&out, "cargo install --path . --root DIR");
+    }
+    check_installed(&root.join("bin"), tmp.path());
+}

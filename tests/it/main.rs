@@ -1,0 +1,38 @@
+//! leakgate's integration tests, in one test binary (`cargo test --release
+//! --test it`): one process runs them all, so the slow Valgrind tests of
+//! different files run in parallel (on as many threads as there are CPUs,
+//! `--test-threads N` to change).
+//! Select a file's tests with a filter on its module name, e.g.
+//! `cargo test --release --test it per_test::` or `... --test it snapshots`.
+//!
+//! Tests share the process: none may change its environment or working
+//! directory (give them to the child `Command` instead), and each builds
+//! and runs in its own temporary directory (`common::tempdir()`); what is
+//! shared is guarded: `distribution`'s build directory (a lock),
+//! `real_packages`' prepared venvs (`OnceLock`s) and download cache (a lock),
+//! the unpacking of the extra Valgrind builds (a lock in `common`).
+
+mod common;
+#[path = "../reference/mod.rs"]
+mod reference;
+
+mod agreement;
+mod bad_input;
+mod c_programs;
+mod ci_gate;
+mod corpus;
+mod distribution;
+mod free_lists;
+mod generate;
+mod hostile;
+mod html;
+mod matcher_reference;
+mod per_test;
+mod python_ext;
+mod real_packages;
+mod real_runs;
+mod run_safety;
+mod snapshots;
+mod suppress_diff;
+mod suppressions_cli;
+mod versions;
