@@ -20,7 +20,7 @@ that its XML is cut off (SIGKILL, OOM) makes the report incomplete (3); a
 run and still reports: 3, or 1 when a gated finding was already found.";
 
 /// What `leakgate --version` says besides the version: what it was tested
-/// with (keep in step with .ci/run and tests/corpus.rs).
+/// with (keep in step with .ci/run and tests/it/corpus.rs).
 pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     "\ntested with Valgrind 3.19.0 (Debian 12), 3.22.0 (Ubuntu 24.04), 3.26.0 and 3.27.1: live runs, x86-64",

@@ -53,7 +53,7 @@ impl fmt::Display for VgVersion {
 }
 
 /// The releases whose live runs leakgate's CI checks (keep in step with
-/// `.ci/run`, `tests/versions.rs` and the README's version table).
+/// `.ci/run`, `tests/it/versions.rs` and the README's version table).
 pub const TESTED: [VgVersion; 4] = [
     VgVersion::new(3, 19, 0),
     VgVersion::new(3, 22, 0),

@@ -11,7 +11,7 @@
 //! not in `--fail-on`) or `note`s (known from the baseline). Noise is not
 //! reported as results; the run's `properties.leakgate` summarise it, the
 //! verdict and the baseline's fixed entries. Checked against the official
-//! schema in `tests/ci_gate.rs`.
+//! schema in `tests/it/ci_gate.rs`.
 
 use std::collections::BTreeSet;
 

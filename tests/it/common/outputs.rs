@@ -69,12 +69,19 @@ fn read(p: &Path) -> String {
 /// `leakgate analyze ARGS` with every output; the files go into `work`
 /// (which must exist and be private to the caller).
 pub fn analyze_all(work: &Path, args: &[&str]) -> Outputs {
+    analyze_all_in(work, args, &repo_root())
+}
+
+/// [`analyze_all`] with another `--repo-root` (for fixtures whose recorded
+/// paths would otherwise fall inside or outside the checkout depending on
+/// where it was cloned).
+pub fn analyze_all_in(work: &Path, args: &[&str], root: &Path) -> Outputs {
     let file = |name: &str| work.join(name);
     let mut c = leakgate();
     c.arg("analyze")
         .args(args)
         .arg("--repo-root")
-        .arg(repo_root())
+        .arg(root)
         .args(["--format", "json", "-o"])
         .arg(file("report.json"))
         .arg("--html")
@@ -101,7 +108,7 @@ pub fn analyze_all(work: &Path, args: &[&str]) -> Outputs {
         .arg("analyze")
         .args(args)
         .arg("--repo-root")
-        .arg(repo_root())
+        .arg(root)
         .args(["--format", "text", "--color", "never"])
         .output()
         .expect("run leakgate");
@@ -139,10 +146,19 @@ fn uri_path(p: &str) -> String {
     out
 }
 
-/// Replaces what differs between machines: the checkout's path (as given
-/// and canonical, plain and URI-encoded) by `[ROOT]`, `work` by `[TMP]`,
-/// and the tool's version by `[VERSION]`.
+/// Where the recorded fixtures' own paths point (the checkout they were
+/// recorded in, see fixtures/README.md): replaced by `[RECORDED]` first, so
+/// that a clone at that same path does not turn them into `[ROOT]`.
+const RECORDED_VENV: &str = "/work/main/.venv";
+
+/// Replaces what differs between machines: the recording venv's path by
+/// `[RECORDED]/.venv`, the checkout's path (as given and canonical, plain
+/// and URI-encoded) by `[ROOT]`, `work` by `[TMP]`, and the tool's version
+/// by `[VERSION]`.
 pub fn normalise(s: &str, work: &Path) -> String {
+    let s = &s
+        .replace(RECORDED_VENV, "[RECORDED]/.venv")
+        .replace(&uri_path(RECORDED_VENV), "[RECORDED]/.venv");
     let mut pairs: Vec<(String, &str)> = Vec::new();
     for (dir, name) in [(work.to_path_buf(), "[TMP]"), (repo_root(), "[ROOT]")] {
         let canonical = dir.canonicalize().unwrap_or_else(|_| dir.clone());
