@@ -15,10 +15,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use crate::analyze::Analysis;
 use crate::kind::{CUDA_IPC_ADVICE, CUDA_IPC_TEXT, Kind};
 use crate::model::ProcessInfo;
-use crate::report::{Category, Finding, StoppedOut};
+use crate::report::{Category, Finding, StoppedOut, Summary};
 
 /// The `%n` sequence number of a `vg.<pid>.<n>.xml` file name, if any.
 fn seq_of(file: &str) -> Option<u64> {
@@ -280,7 +279,8 @@ pub struct RunFacts<'a> {
 /// signals caused are not the user's; CUDA-IPC warnings become findings;
 /// the summary is recomputed.
 pub fn after_run(
-    analysis: &mut Analysis,
+    findings: &mut Vec<Finding>,
+    summary: &mut Summary,
     facts: &RunFacts<'_>,
     problems: &mut Vec<String>,
     notes: &mut Vec<String>,
@@ -294,20 +294,19 @@ pub fn after_run(
         notes.push(c.to_string());
         sent.push("SIGTERM".into());
     }
-    let n = relabel_own_signals(&mut analysis.findings, &sent);
+    let n = relabel_own_signals(findings, &sent);
     if n > 0 {
         notes.push(format!(
             "{n} fatal-signal record(s) caused by the signals leakgate sent ({}) are listed as noise (source `leakgate`), not as crashes",
             sent.join(", ")
         ));
         // Keep user findings first.
-        analysis.findings.sort_by_key(|f| !f.is_user());
+        findings.sort_by_key(|f| !f.is_user());
     }
     if !facts.cuda_ipc.is_empty() {
-        insert_user_findings(&mut analysis.findings, cuda_ipc_findings(facts.cuda_ipc));
+        insert_user_findings(findings, cuda_ipc_findings(facts.cuda_ipc));
     }
-    let inherited: usize = analysis
-        .findings
+    let inherited: usize = findings
         .iter()
         .filter(|f| !f.inherited_by.is_empty())
         .count();
@@ -316,7 +315,7 @@ pub fn after_run(
             "{inherited} leak finding(s) also appear in fork children that inherited the parent's heap; each is reported once, for the parent (see inherited_by)"
         ));
     }
-    super::summary::summarize(&mut analysis.summary, &analysis.findings);
+    super::summary::summarize(summary, findings);
 }
 
 #[cfg(test)]

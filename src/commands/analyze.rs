@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use anyhow::Result;
 
 use super::assemble::build_report;
+use super::config::{load_suppressions, user_spec};
 use super::outputs::Outputs;
-use super::{load_suppressions, user_spec};
 use crate::analyze::{self, attribute::Attributor};
 use crate::cli::AnalyzeArgs;
 

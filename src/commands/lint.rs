@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 
-use super::target_valgrind;
+use super::config::target_valgrind;
 use crate::cli::LintArgs;
 use crate::suppress;
 

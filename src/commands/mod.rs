@@ -5,6 +5,7 @@
 
 mod analyze;
 mod assemble;
+mod config;
 mod lint;
 pub mod manual;
 pub mod outputs;
@@ -14,17 +15,13 @@ mod suppress_cmd;
 mod suppressions;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Parser;
 
-use crate::analyze::attribute::UserSpec;
-use crate::cli::{Cli, Command, ReportArgs};
+use crate::cli::{Cli, Command};
 use crate::run as runner;
-use crate::suppress::{self, Suppressor};
 
 pub use suppress_cmd::RunWriter;
 
@@ -94,68 +91,4 @@ fn dispatch(cli: Cli) -> Result<i32> {
         Command::Completions { shell } => manual::completions(shell),
         Command::Man { command } => manual::man(command.as_deref()),
     }
-}
-
-pub(crate) fn load_suppressions(args: &ReportArgs) -> Result<Arc<Suppressor>> {
-    let supps = suppress::load::load(&args.suppressions, !args.no_bundled_suppressions)?;
-    Ok(Arc::new(Suppressor::new(supps)))
-}
-
-/// The Valgrind a suppression file is for: `--valgrind-version`, else the
-/// version of `--valgrind PATH`, else of `valgrind` on PATH; 3.19.0 (the
-/// oldest supported) when there is none. Also says where it came from.
-pub fn target_valgrind(
-    path: Option<&std::path::Path>,
-    version: Option<&str>,
-) -> Result<(crate::versions::VgVersion, String)> {
-    use crate::versions::VgVersion;
-    if let Some(v) = version {
-        let parsed = VgVersion::parse(v).with_context(|| {
-            format!("--valgrind-version {v:?}: expected a version such as 3.22.0")
-        })?;
-        return Ok((parsed, "--valgrind-version".into()));
-    }
-    let found = match path {
-        Some(p) => Some(runner::find_valgrind(Some(p))?),
-        None => runner::find_valgrind(None).ok(),
-    };
-    let Some(vg) = found else {
-        return Ok((
-            VgVersion::new(3, 19, 0),
-            "no valgrind on PATH: the oldest supported".into(),
-        ));
-    };
-    let v = runner::valgrind_version(&vg)
-        .as_deref()
-        .and_then(VgVersion::parse)
-        .with_context(|| {
-            format!(
-                "{}: cannot tell its version (valgrind --version)",
-                vg.display()
-            )
-        })?;
-    Ok((v, vg.display().to_string()))
-}
-
-pub(crate) fn canonical_roots(roots: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    roots
-        .iter()
-        .map(|r| {
-            std::fs::canonicalize(r)
-                .with_context(|| format!("--src-root {}: no such directory", r.display()))
-        })
-        .collect()
-}
-
-pub(crate) fn user_spec(args: &ReportArgs, default_root: Option<PathBuf>) -> Result<UserSpec> {
-    let mut roots = canonical_roots(&args.src_roots)?;
-    if roots.is_empty()
-        && let Some(d) = default_root
-    {
-        roots = canonical_roots(&[d])?;
-    }
-    Ok(UserSpec {
-        roots,
-        user_objects: args.user_objects.clone(),
-    })
 }

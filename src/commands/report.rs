@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 
-use super::canonical_roots;
+use super::config::canonical_roots;
 use super::outputs::{use_color, write_or_print};
 use crate::cli::ReportFormat;
 use crate::gate;

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use anyhow::{Context, Result, bail};
 
 use super::assemble::build_report;
+use super::config::{load_suppressions, user_spec};
 use super::outputs::Outputs;
-use super::{load_suppressions, user_spec};
 use crate::analyze::{self, attribute::Attributor};
 use crate::cli::RunArgs;
 use crate::model::ExitStatus;
@@ -21,7 +21,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         super::outputs::policy(&a.report, !a.ignore_target_exit),
     )?;
     let suppressor = load_suppressions(&a.report)?;
-    let mut gen_supp = super::RunWriter::new(
+    let mut gen_supp = super::suppress_cmd::RunWriter::new(
         a.write_suppressions.as_deref(),
         &a.write_suppressions_kinds,
         &suppressor,
@@ -114,7 +114,8 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         g.write()?;
     }
     crate::analyze::processes::after_run(
-        &mut analysis,
+        &mut analysis.findings,
+        &mut analysis.summary,
         &crate::analyze::processes::RunFacts {
             stopped: out.stopped.as_ref(),
             stopped_children: out.stopped_children.as_deref(),

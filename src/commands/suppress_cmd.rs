@@ -73,7 +73,7 @@ pub(super) fn suppress(a: SuppressArgs) -> anyhow::Result<i32> {
     let suppressor = Arc::new(Suppressor::new(supps));
     let files = crate::analyze::collect_inputs(&a.paths)?;
     let (target, _) =
-        crate::commands::target_valgrind(a.valgrind.as_deref(), a.valgrind_version.as_deref())?;
+        super::config::target_valgrind(a.valgrind.as_deref(), a.valgrind_version.as_deref())?;
     let (g, obs) = Generator::shared(GenOptions {
         kinds,
         include_user: a.include_user,

@@ -2,8 +2,9 @@
 
 use super::policy::FailOn;
 use super::*;
+use crate::kind::Kind;
 use crate::model::ExitStatus;
-use crate::report::Category;
+use crate::report::{Category, Finding};
 
 #[test]
 fn gated_kinds() {

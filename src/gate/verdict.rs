@@ -4,7 +4,7 @@
 use crate::model::ExitStatus;
 use crate::report::{Finding, ProcessOut, Status, Verdict};
 
-use super::{Policy, grows_per_call};
+use super::decide::{Policy, gated_leaked_bytes, grows_per_call};
 
 /// How many findings a reason names before "and N more".
 const SITES_NAMED: usize = 5;
@@ -140,7 +140,7 @@ pub fn verdict(
                 code = crate::exit::FAIL;
             }
             if !leaks.is_empty() {
-                let total = super::gated_leaked_bytes(findings);
+                let total = gated_leaked_bytes(findings);
                 reasons.push(format!(
                     "--max-leaked-bytes {max}: {} leaked in your code by {} ({}), more than {max}: {}",
                     plural(total, "byte", "bytes"),
@@ -206,7 +206,7 @@ pub fn notes(
             .iter()
             .filter(|f| f.is_gated() && f.is_leak())
             .count();
-        let total = super::gated_leaked_bytes(findings);
+        let total = gated_leaked_bytes(findings);
         if leaks > 0 && total <= max {
             notes.push(format!(
                 "{} leaked in your code by {}, within --max-leaked-bytes {max}",

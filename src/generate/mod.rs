@@ -27,10 +27,14 @@
 //!   name is not a wider glob than needed; `obj:` paths become
 //!   `obj:*/libNAME.so*` with no directory and no version numbers.
 
+mod kinds;
 mod output;
 mod rules;
 
-pub use output::{header, render, summary_line};
+use kinds::GKind;
+pub use kinds::KindFilter;
+pub use output::{Generated, header, render, summary_line};
+pub use rules::MAX_LINES;
 use rules::*;
 pub use rules::{fun_pattern, obj_pattern};
 
@@ -40,95 +44,14 @@ use std::sync::{Arc, Mutex};
 
 use crate::analyze::Observer;
 use crate::analyze::attribute::{Attribution, ObjClass, classify_object};
-use crate::model::{Frame, ProcessInfo, Record};
-use crate::suppress::{
-    LeakKind, LeakKindSet, MatchOutcome, RecordKind, Suppressor, Verdict, parse, record_kind,
-};
-use crate::versions::{FD_ERRORS_IN_XML, VgVersion};
+use crate::model::{ProcessInfo, Record};
+use crate::suppress::{MatchOutcome, Suppressor, Verdict, parse, record_kind};
+use crate::versions::VgVersion;
 
-/// Valgrind's default `--num-callers`: a suppression with more location
-/// lines is truncated there (and so becomes wider), so rules stay within it.
-pub const MAX_LINES: usize = 12;
 /// Example records kept per rule (for narrowing and folding).
 const MAX_EXAMPLES: usize = 16;
 /// Frames of an example record that are kept.
 const EXAMPLE_FRAMES: usize = 40;
-
-/// Which record kinds the generator covers (`--kinds`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KindFilter {
-    pub leaks: LeakKindSet,
-    pub errors: bool,
-}
-
-impl Default for KindFilter {
-    /// The gated kinds: definite, indirect and every non-leak error.
-    fn default() -> Self {
-        let mut leaks = LeakKindSet::only(LeakKind::Definite);
-        leaks.insert(LeakKind::Indirect);
-        KindFilter {
-            leaks,
-            errors: true,
-        }
-    }
-}
-
-impl KindFilter {
-    /// `definite,indirect,possible,reachable,errors` (any subset) or `all`.
-    pub fn parse(s: &str) -> Result<KindFilter, String> {
-        let mut k = KindFilter {
-            leaks: LeakKindSet::NONE,
-            errors: false,
-        };
-        for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
-            match w {
-                "all" => {
-                    k.leaks = LeakKindSet::ALL;
-                    k.errors = true;
-                }
-                "errors" => k.errors = true,
-                w => match LeakKind::from_token(w) {
-                    Some(l) => k.leaks.insert(l),
-                    None => {
-                        return Err(format!(
-                            "unknown kind {w:?} (definite, indirect, possible, reachable, errors or all)"
-                        ));
-                    }
-                },
-            }
-        }
-        if k.leaks.is_empty() && !k.errors {
-            return Err("no kinds given".into());
-        }
-        Ok(k)
-    }
-
-    fn covers(&self, rk: &RecordKind) -> bool {
-        match rk {
-            RecordKind::Leak(l) => self.leaks.contains(*l),
-            _ => self.errors,
-        }
-    }
-
-    /// The filter as `--kinds` text.
-    pub fn describe(&self) -> String {
-        let mut v: Vec<&str> = Vec::new();
-        for k in [
-            LeakKind::Definite,
-            LeakKind::Indirect,
-            LeakKind::Possible,
-            LeakKind::Reachable,
-        ] {
-            if self.leaks.contains(k) {
-                v.push(k.token());
-            }
-        }
-        if self.errors {
-            v.push("errors");
-        }
-        v.join(",")
-    }
-}
 
 /// What to generate.
 #[derive(Debug, Clone, Default)]
@@ -146,97 +69,6 @@ impl GenOptions {
     pub fn target(&self) -> VgVersion {
         self.target.unwrap_or(VgVersion::new(3, 19, 0))
     }
-}
-
-/// The kind part of a rule: `Memcheck:KIND` plus its extra line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum GKind {
-    Leak(LeakKindSet),
-    Other { name: String, extra: Option<String> },
-}
-
-impl GKind {
-    /// From the record's kind; `None` for kinds the target Valgrind cannot
-    /// suppress (3.19 reads none of the 3.21/3.22 kinds; 3.26 renamed
-    /// `BadSize` to `UnsafeZeroSize`, the name written for it from 3.26).
-    fn of(rk: &RecordKind, target: VgVersion) -> Option<GKind> {
-        let plain = |n: &str| {
-            Some(GKind::Other {
-                name: n.to_string(),
-                extra: None,
-            })
-        };
-        match rk {
-            RecordKind::Leak(l) => Some(GKind::Leak(LeakKindSet::only(*l))),
-            RecordKind::ReallocZero if target.at_least(3, 21) => plain("ReallocZero"),
-            RecordKind::BadAlign if target.at_least(3, 22) => plain("BadAlign"),
-            RecordKind::BadSize if target.at_least(3, 26) => plain("UnsafeZeroSize"),
-            RecordKind::BadSize if target.at_least(3, 22) => plain("BadSize"),
-            RecordKind::SizeMismatch if target.at_least(3, 22) => plain("SizeMismatch"),
-            RecordKind::Other { tool, kind }
-                if tool == "CoreError"
-                    && crate::kind::is_fd_kind(kind)
-                    && target.at_least(FD_ERRORS_IN_XML.0, FD_ERRORS_IN_XML.1) =>
-            {
-                plain(&format!("CoreError:{kind}"))
-            }
-            RecordKind::AlignMismatch if target.at_least(3, 22) => plain("AlignMismatch"),
-            RecordKind::Addr(n) => plain(&format!("Addr{n}")),
-            RecordKind::Value(n) => plain(&format!("Value{n}")),
-            RecordKind::Cond => plain("Cond"),
-            RecordKind::Free => plain("Free"),
-            RecordKind::Jump => plain("Jump"),
-            RecordKind::Overlap => plain("Overlap"),
-            RecordKind::Mempool => plain("Mempool"),
-            RecordKind::User => plain("User"),
-            RecordKind::Param(p) if is_extra_safe(p) => Some(GKind::Other {
-                name: "Param".into(),
-                extra: Some(p.clone()),
-            }),
-            RecordKind::FishyValue { func, arg }
-                if is_extra_safe(func) && is_extra_safe(arg) && !func.contains('(') =>
-            {
-                Some(GKind::Other {
-                    name: "FishyValue".into(),
-                    extra: Some(format!("{func}({arg})")),
-                })
-            }
-            _ => None,
-        }
-    }
-
-    /// Key for merging (leak kinds are unioned, so they are not part of it).
-    fn key(&self) -> String {
-        match self {
-            GKind::Leak(_) => "Leak".into(),
-            GKind::Other { name, extra } => format!("{name}\n{}", extra.as_deref().unwrap_or("")),
-        }
-    }
-
-    fn tag(&self) -> String {
-        match self {
-            GKind::Leak(set) => {
-                let mut v: Vec<&str> = set.iter().map(LeakKind::token).collect();
-                v.reverse();
-                v.join("+")
-            }
-            GKind::Other { name, .. } => {
-                name.strip_prefix("CoreError:").unwrap_or(name).to_string()
-            }
-        }
-    }
-}
-
-/// An extra line must be one line that Valgrind reads back verbatim.
-fn is_extra_safe(s: &str) -> bool {
-    !s.is_empty()
-        && s.trim() == s
-        && !s.contains(['\n', '\r'])
-        && !s.starts_with('#')
-        && !s.starts_with("fun:")
-        && !s.starts_with("obj:")
-        && s != "..."
-        && s != "}"
 }
 
 /// A record kept as an example of a rule.
@@ -305,23 +137,6 @@ pub struct Generator {
     skipped: u64,
     valgrind_args: Option<Vec<String>>,
     valgrind_version: Option<String>,
-}
-
-/// The result: rules ready to write, and what happened on the way.
-#[derive(Debug, Default)]
-pub struct Generated {
-    /// `(name, comment, rule text)`, in output order.
-    pub rules: Vec<(String, String, String)>,
-    /// Records covered by the rules.
-    pub records: u64,
-    /// Distinct suppressions a raw `--gen-suppressions=all` dump of the same
-    /// records would hold.
-    pub raw_rules: usize,
-    /// Remarks for the user (narrowed or dropped rules, skipped records).
-    pub notes: Vec<String>,
-    pub valgrind_version: Option<String>,
-    /// The Valgrind the file is written for.
-    pub target: String,
 }
 
 /// What a record contributes, worked out outside the generator's lock.

@@ -1,7 +1,26 @@
 //! The generated suppression file as text: the header saying where it came
 //! from, the rules with their example records, and the one-line summary.
 
-use super::*;
+use std::fmt::Write as _;
+
+use super::kinds::KindFilter;
+
+/// The result: rules ready to write, and what happened on the way.
+#[derive(Debug, Default)]
+pub struct Generated {
+    /// `(name, comment, rule text)`, in output order.
+    pub rules: Vec<(String, String, String)>,
+    /// Records covered by the rules.
+    pub records: u64,
+    /// Distinct suppressions a raw `--gen-suppressions=all` dump of the same
+    /// records would hold.
+    pub raw_rules: usize,
+    /// Remarks for the user (narrowed or dropped rules, skipped records).
+    pub notes: Vec<String>,
+    pub valgrind_version: Option<String>,
+    /// The Valgrind the file is written for.
+    pub target: String,
+}
 
 /// Renders a complete suppression file: a header, then each rule with its
 /// comment.

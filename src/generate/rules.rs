@@ -2,8 +2,6 @@
 //! (allocators, the innermost real frames, the owner of the noise), and how
 //! a frame becomes a `fun:`/`obj:` pattern that is no wider than needed.
 
-use super::*;
-
 /// Facts about one frame that generalisation needs.
 pub(super) struct FInfo {
     loc: String,
@@ -23,7 +21,14 @@ pub(super) fn is_alloc_name(n: &str) -> bool {
         || n.starts_with("operator delete")
 }
 
-use crate::model::is_below_main;
+use crate::analyze::attribute::{ObjClass, classify_object};
+use std::fmt::Write as _;
+
+use crate::model::{Frame, Record, is_below_main};
+
+/// Valgrind's default `--num-callers`: a suppression with more location
+/// lines is truncated there (and so becomes wider), so rules stay within it.
+pub const MAX_LINES: usize = 12;
 
 /// `fun:` pattern for a (mangled) name: clone/version suffixes become `*`,
 /// `*` and `?` inside the name become `?`.

@@ -1,6 +1,7 @@
 //! Unit tests of the suppression generator.
 
 use super::*;
+use crate::model::Frame;
 
 #[test]
 fn object_patterns() {

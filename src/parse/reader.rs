@@ -11,9 +11,9 @@ use std::path::Path;
 
 use quick_xml::events::Event;
 
-use super::InputError;
 use super::build::Ctx;
 use super::cache::ElementCache;
+use super::input::InputError;
 use super::raw::{raw_text_kind, read_raw_until, skip_raw_until};
 use super::source::{Buffered, EventSource, MAX_TOKEN, Sliced};
 use super::summary::{FileSummary, Interner};

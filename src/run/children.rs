@@ -89,7 +89,7 @@ fn wait_one(
         let st = match info.si_code {
             libc::CLD_EXITED => Some(ExitStatus::Code(status)),
             libc::CLD_KILLED | libc::CLD_DUMPED => {
-                Some(ExitStatus::Signal(super::signal_name(status)))
+                Some(ExitStatus::Signal(super::signals::signal_name(status)))
             }
             _ => None,
         };

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::RunError;
+use super::config::RunError;
 
 /// Creates the private directory (removed when the handle drops).
 pub(super) fn private_dir() -> Result<tempfile::TempDir, RunError> {

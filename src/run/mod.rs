@@ -26,6 +26,7 @@
 
 pub mod children;
 mod command;
+mod config;
 mod files;
 mod passcred;
 pub mod progress;
@@ -34,172 +35,19 @@ pub mod stderr;
 mod supervise;
 mod target;
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::model::ExitStatus;
-use crate::report::StoppedOut;
+pub use config::{DEFAULT_SHOW_LEAK_KINDS, PerTest, RunConfig, RunError, RunOutcome};
 pub use progress::ProgressMode;
-pub use supervise::{exit_status, parse_duration, signal_name};
+pub use signals::signal_name;
+pub use supervise::{exit_status, parse_duration};
 pub use target::{
     find_valgrind, is_pytest_target, is_python_target, resolve_target, valgrind_lib_for,
     valgrind_version,
 };
-
-/// Why a run could not start. All map to exit 2.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(
-        "valgrind not found on PATH; install it (Debian/Ubuntu: apt-get install valgrind) or pass --valgrind PATH"
-    )]
-    ValgrindMissing,
-    #[error(
-        "valgrind not found at {0}; install it (Debian/Ubuntu: apt-get install valgrind) or fix --valgrind"
-    )]
-    ValgrindPathMissing(PathBuf),
-    #[error("target not found: {0}")]
-    TargetMissing(String),
-    #[error("cannot start valgrind ({path}): {err}")]
-    Spawn { path: PathBuf, err: std::io::Error },
-    #[error("cannot create a temporary directory: {0}")]
-    TempDir(std::io::Error),
-    #[error(
-        "--repeat {0} needs per-test checkpoints: a pytest target (pytest, python -m pytest), or --per-test"
-    )]
-    RepeatWithoutPerTest(u32),
-    #[error(
-        "--track-fds needs Valgrind 3.23 or later (it writes descriptor errors to the XML from 3.23); {path} is Valgrind {version}, which reports descriptors in its text log only"
-    )]
-    TrackFdsTooOld { path: PathBuf, version: String },
-    #[error("--num-callers {n}: Valgrind {version} accepts {min} to {max}")]
-    NumCallers {
-        n: u32,
-        version: String,
-        min: u32,
-        max: u32,
-    },
-}
-
-/// `--show-leak-kinds` unless given.
-pub const DEFAULT_SHOW_LEAK_KINDS: &str = "definite,indirect,possible";
-
-/// Per-test checkpoints (`--per-test`, `--no-per-test`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PerTest {
-    /// When the target is pytest.
-    Auto,
-    On,
-    Off,
-}
-
-/// How to run.
-#[derive(Debug, Clone)]
-pub struct RunConfig {
-    pub valgrind: Option<PathBuf>,
-    pub num_callers: u32,
-    /// `--show-leak-kinds` as given; `None`: [`DEFAULT_SHOW_LEAK_KINDS`],
-    /// widened to `all` for per-test checkpoints (a given value never is).
-    pub show_leak_kinds: Option<String>,
-    pub per_test: PerTest,
-    /// `--repeat`: how often the pytest plugin runs each test.
-    pub repeat: u32,
-    pub track_origins: bool,
-    /// `--track-fds=yes`: descriptors left open at exit and bad closes
-    /// become XML errors (Valgrind 3.23+).
-    pub track_fds: bool,
-    pub extra_args: Vec<String>,
-    pub cmd: Vec<String>,
-    /// `--trace-children=yes` (default) with one XML file per process.
-    pub trace_children: bool,
-    /// `--trace-children-skip` patterns; `None`: [`children::DEFAULT_SKIP`].
-    pub trace_children_skip: Option<String>,
-    /// Stop the run after this long (SIGTERM to the process group).
-    pub timeout: Option<Duration>,
-    /// SIGKILL this long after SIGTERM.
-    pub kill_after: Duration,
-    /// How long to wait for children that outlive the target (without
-    /// `--timeout`) before stopping them the same way.
-    pub children_grace: Duration,
-    pub progress: ProgressMode,
-}
-
-impl RunConfig {
-    /// A configuration with the defaults of `leakgate run` for `cmd`.
-    pub fn new(cmd: Vec<String>) -> RunConfig {
-        RunConfig {
-            valgrind: None,
-            num_callers: 40,
-            show_leak_kinds: None,
-            per_test: PerTest::Auto,
-            repeat: 1,
-            track_origins: true,
-            track_fds: false,
-            extra_args: Vec::new(),
-            cmd,
-            trace_children: true,
-            trace_children_skip: None,
-            timeout: None,
-            kill_after: Duration::from_secs(10),
-            children_grace: Duration::from_secs(120),
-            progress: ProgressMode::Auto,
-        }
-    }
-}
-
-/// What a run produced.
-pub struct RunOutcome {
-    /// Private directory holding the XML and log files (removed on drop).
-    pub dir: tempfile::TempDir,
-    pub xml_files: Vec<PathBuf>,
-    /// Valgrind's text log(s), concatenated (shown when something failed).
-    pub log: String,
-    pub exit: ExitStatus,
-    /// The pid of the process leakgate started (valgrind's pid is the target's).
-    pub pid: u32,
-    pub valgrind_version: Option<String>,
-    pub valgrind_path: PathBuf,
-    /// Environment changes made for the target, e.g. `PYTHONMALLOC=malloc`.
-    pub environment: Vec<String>,
-    /// The full valgrind command line used.
-    pub valgrind_command: Vec<String>,
-    /// How every process leakgate reaped ended (the target, and orphaned
-    /// children), by pid.
-    pub exits: HashMap<u64, ExitStatus>,
-    /// Set when leakgate stopped the run (timeout, Ctrl-C).
-    pub stopped: Option<StoppedOut>,
-    /// Children still running when the target ended, stopped after the grace period.
-    pub stopped_children: Option<String>,
-    /// PyTorch's CUDA-IPC producer warning: (pid, line, times).
-    pub cuda_ipc: Vec<(u64, String, u64)>,
-    /// Valgrind's messages already reached the user's stderr (so the log
-    /// need not be printed again). False: the watcher kept them back.
-    pub log_shown: bool,
-    /// The progress line, still drawn (phase `analysing`) until finished.
-    pub progress: Option<progress::Progress>,
-    /// Per-test checkpoints were enabled (the probe was on `PYTHONPATH`).
-    pub per_test: bool,
-    /// leakgate widened `--show-leak-kinds` to `all` for the checkpoints:
-    /// still-reachable noise of the final check is not to be reported.
-    pub added_reachable: bool,
-}
-
-impl RunOutcome {
-    /// Shows `analysing` on the progress line.
-    pub fn analysing(&self) {
-        if let Some(p) = &self.progress {
-            p.set_phase("analysing");
-        }
-    }
-
-    /// Clears the progress line (before the report is printed).
-    pub fn end_progress(&mut self) {
-        if let Some(mut p) = self.progress.take() {
-            p.finish();
-        }
-    }
-}
 
 /// Runs the target under valgrind and waits for it.
 pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {

@@ -69,3 +69,26 @@ pub fn kill_group(pgid: u32, sig: libc::c_int) -> bool {
     // SAFETY: plain kill(2) on a negative pid (a process group).
     unsafe { libc::kill(-pg, sig) == 0 }
 }
+
+/// `11` → `SIGSEGV`.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        10 => "SIGUSR1",
+        11 => "SIGSEGV",
+        12 => "SIGUSR2",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_string()
+}

@@ -6,8 +6,11 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::{RunConfig, StoppedOut, children, progress, signals};
+use super::config::RunConfig;
+use super::signals::signal_name;
+use super::{children, progress, signals};
 use crate::model::ExitStatus;
+use crate::report::StoppedOut;
 
 /// What supervising the run found.
 pub(super) struct Supervised {
@@ -137,29 +140,6 @@ pub fn exit_status(status: std::process::ExitStatus) -> ExitStatus {
         Some(s) => ExitStatus::Signal(signal_name(s)),
         None => ExitStatus::Code(-1),
     }
-}
-
-/// `11` → `SIGSEGV`.
-pub fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        5 => "SIGTRAP",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        10 => "SIGUSR1",
-        11 => "SIGSEGV",
-        12 => "SIGUSR2",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        _ => return format!("signal {sig}"),
-    };
-    name.to_string()
 }
 
 /// Parses `90s`, `10m`, `1h`, `1m30s`, `500ms` or a plain number of

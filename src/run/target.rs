@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::RunError;
+use super::config::RunError;
 
 /// Locates valgrind.
 pub fn find_valgrind(explicit: Option<&Path>) -> Result<PathBuf, RunError> {

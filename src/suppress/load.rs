@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::bundled::BUNDLED;
-use super::{MatchOptions, Suppression, SuppressionSet, SyntaxError, parse_detailed};
+use super::matcher::{MatchOptions, SuppressionSet};
+use super::parse::{ParsedFile, Suppression, SyntaxError, parse_detailed};
 
 /// Suppression files are parsed without truncation; each run's
 /// `--num-callers` truncates them when a set is built (§2.3).
@@ -46,7 +47,7 @@ fn read_capped(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// Parses one file from disk: (suppressions, errors, warnings).
-pub fn parse_file(path: &Path) -> Result<super::ParsedFile, SuppError> {
+pub fn parse_file(path: &Path) -> Result<ParsedFile, SuppError> {
     if path.is_dir() {
         return Err(SuppError::Directory {
             path: path.to_path_buf(),
