@@ -4,8 +4,16 @@
 //!
 //! The pipeline is one-way, one module per stage:
 //! [`run`] → [`parse`] → [`analyze`] (attribution, aggregation, processes,
-//! checkpoints; [`suppress`] is applied there) → [`gate`] → [`render`], with
-//! [`commands`] building each subcommand's configuration and outputs.
+//! checkpoints; [`suppress`] is applied there) → [`gate`] → [`render`].
+//! [`commands`] builds each subcommand's validated configuration and its
+//! outputs and drives the stages; [`generate`] writes suppression files for
+//! the noise. The vocabulary every stage shares sits below them: [`model`]
+//! (parsed records), [`report`] and [`kind`] (the report and its typed
+//! kinds), [`exit`] (exit codes), [`versions`], [`probe`] and [`util`].
+//!
+//! As a library, the common path is: [`analyze_files`] over Valgrind XML,
+//! [`gate::mark`] and [`gate::verdict`] with a [`Policy`], then a renderer
+//! from [`render`] over a [`Report`].
 
 pub mod analyze;
 pub mod cli;
@@ -23,3 +31,12 @@ pub mod run;
 pub mod suppress;
 pub mod util;
 pub mod versions;
+
+pub use analyze::attribute::{Attributor, UserSpec};
+pub use analyze::{Analysis, analyze_files, collect_inputs};
+pub use gate::Policy;
+pub use gate::policy::FailOn;
+pub use kind::Kind;
+pub use report::{Finding, Report, Status, Verdict};
+pub use run::{RunConfig, RunError, RunOutcome};
+pub use suppress::Suppressor;

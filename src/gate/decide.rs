@@ -54,7 +54,7 @@ impl Policy {
 /// The gate's decision for every finding: `gated` (the policy counts it)
 /// and `fails` (it fails the gate: gated, and for leaks, the gated leaks'
 /// bytes exceed `--max-leaked-bytes`). Call after the baseline marked the
-/// findings and before [`verdict`].
+/// findings and before [`verdict`](super::verdict).
 pub fn mark(policy: &Policy, findings: &mut [Finding]) {
     for f in findings.iter_mut() {
         f.gated = Some(policy.gates(f));

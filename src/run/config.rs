@@ -74,7 +74,7 @@ pub struct RunConfig {
     pub cmd: Vec<String>,
     /// `--trace-children=yes` (default) with one XML file per process.
     pub trace_children: bool,
-    /// `--trace-children-skip` patterns; `None`: [`children::DEFAULT_SKIP`].
+    /// `--trace-children-skip` patterns; `None`: [`DEFAULT_SKIP`](super::children::DEFAULT_SKIP).
     pub trace_children_skip: Option<String>,
     /// Stop the run after this long (SIGTERM to the process group).
     pub timeout: Option<Duration>,

@@ -11,7 +11,7 @@ use std::os::unix::net::UnixStream;
 
 /// Asks the kernel to attach the writer's credentials to what `sock`
 /// receives. False where that is refused.
-pub fn enable(sock: &UnixStream) -> bool {
+pub(super) fn enable(sock: &UnixStream) -> bool {
     let one: libc::c_int = 1;
     // SAFETY: setsockopt on an open socket with a valid int option.
     unsafe {
@@ -26,7 +26,7 @@ pub fn enable(sock: &UnixStream) -> bool {
 }
 
 /// One read: the bytes and the writer's pid (when credentials came with it).
-pub fn recv(sock: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize, Option<u64>)> {
+pub(super) fn recv(sock: &UnixStream, buf: &mut [u8]) -> std::io::Result<(usize, Option<u64>)> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),

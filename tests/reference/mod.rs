@@ -24,7 +24,7 @@ use leakgate::model::{Frame, GenSuppression, Record, Sym};
 use leakgate::suppress::{MatchOptions, MatchOutcome, SuppressionSet};
 
 /// Where random choices come from.
-pub trait Source {
+pub(crate) trait Source {
     /// A number in `0..n` (`n` > 0).
     fn below(&mut self, n: usize) -> usize;
 
@@ -38,7 +38,7 @@ pub trait Source {
 }
 
 /// xorshift64*: a tiny deterministic PRNG for the property test.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Source for Rng {
     fn below(&mut self, n: usize) -> usize {
@@ -52,7 +52,7 @@ impl Source for Rng {
 }
 
 /// Choices read from a fuzzer's input (zeros once it is used up).
-pub struct Bytes<'a> {
+pub(crate) struct Bytes<'a> {
     pub data: &'a [u8],
     pub pos: usize,
 }
@@ -77,7 +77,7 @@ impl Source for Bytes<'_> {
 /// One frame of an inline group: the innermost frames are inlined (named by
 /// DWARF), the last one of the group is the real frame.
 #[derive(Debug, Clone)]
-pub struct GFrame {
+pub(crate) struct GFrame {
     pub fun: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,
@@ -86,13 +86,13 @@ pub struct GFrame {
 /// The frames of one return address (one raw IP), innermost first, and its
 /// object.
 #[derive(Debug, Clone)]
-pub struct GGroup {
+pub(crate) struct GGroup {
     pub frames: Vec<GFrame>,
     pub obj: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GKind {
+pub(crate) enum GKind {
     /// 0 definite, 1 indirect, 2 possible, 3 reachable.
     Leak(usize),
     Addr {
@@ -114,7 +114,7 @@ pub enum GKind {
 }
 
 #[derive(Debug, Clone)]
-pub struct GRecord {
+pub(crate) struct GRecord {
     pub kind: GKind,
     pub groups: Vec<GGroup>,
     /// The record carries its generated `<suppression>` (`<skind>`, ...).
@@ -122,7 +122,7 @@ pub struct GRecord {
 }
 
 #[derive(Debug, Clone)]
-pub enum GLoc {
+pub(crate) enum GLoc {
     Fun(String),
     Obj(String),
     /// File pattern and line (0: any line).
@@ -131,7 +131,7 @@ pub enum GLoc {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GRuleKind {
+pub(crate) enum GRuleKind {
     /// `match-leak-kinds:` value, or none (all kinds).
     Leak(Option<String>),
     Addr(u32),
@@ -151,7 +151,7 @@ pub enum GRuleKind {
 }
 
 #[derive(Debug, Clone)]
-pub struct GRule {
+pub(crate) struct GRule {
     pub kind: GRuleKind,
     pub locs: Vec<GLoc>,
 }
@@ -236,7 +236,7 @@ fn random_glob(src: &mut impl Source) -> String {
         .collect()
 }
 
-pub fn gen_record(src: &mut impl Source) -> GRecord {
+pub(crate) fn gen_record(src: &mut impl Source) -> GRecord {
     let kind = match src.below(10) {
         0..=2 => GKind::Leak(src.below(4)),
         3 => GKind::Addr {
@@ -299,7 +299,7 @@ pub fn gen_record(src: &mut impl Source) -> GRecord {
 }
 
 /// A rule that often fits `rec` (its kind, globs made from its frames).
-pub fn gen_rule(src: &mut impl Source, rec: &GRecord) -> GRule {
+pub(crate) fn gen_rule(src: &mut impl Source, rec: &GRecord) -> GRule {
     let kind = if src.chance(70) {
         match &rec.kind {
             GKind::Leak(_) => GRuleKind::Leak(match src.below(4) {
@@ -421,7 +421,7 @@ pub fn gen_rule(src: &mut impl Source, rec: &GRecord) -> GRule {
 }
 
 /// The rules as a suppression file.
-pub fn render_rules(rules: &[GRule]) -> String {
+pub(crate) fn render_rules(rules: &[GRule]) -> String {
     let mut out = String::new();
     for (i, r) in rules.iter().enumerate() {
         out.push_str(&format!("{{\n   rule{i}\n   Memcheck:"));
@@ -478,7 +478,7 @@ fn skind(kind: &GKind) -> (String, Option<String>) {
 }
 
 /// The record leakgate's reader builds from this record's XML.
-pub fn to_record(g: &GRecord) -> Record {
+pub(crate) fn to_record(g: &GRecord) -> Record {
     let (kind, what) = match &g.kind {
         GKind::Leak(k) => (
             LEAK_XML[*k].to_string(),
@@ -588,7 +588,7 @@ pub fn to_record(g: &GRecord) -> Record {
 // The reference matcher
 
 /// §3.3 for names: the whole name, `*` any bytes, `?` one byte, else equal.
-pub fn glob(p: &[u8], s: &[u8]) -> bool {
+pub(crate) fn glob(p: &[u8], s: &[u8]) -> bool {
     fn go(
         p: &[u8],
         s: &[u8],
@@ -736,14 +736,14 @@ fn stack_matches(locs: &[GLoc], g: &GRecord) -> bool {
 
 /// The index of the rule Valgrind applies (the last one defined that
 /// matches), if any.
-pub fn reference_match(rules: &[GRule], rec: &GRecord) -> Option<usize> {
+pub(crate) fn reference_match(rules: &[GRule], rec: &GRecord) -> Option<usize> {
     (0..rules.len())
         .rev()
         .find(|&i| kind_matches(&rules[i].kind, &rec.kind) && stack_matches(&rules[i].locs, rec))
 }
 
 /// leakgate's answer for the same rules (read from their text) and record.
-pub fn leakgate_match(rules: &[GRule], rec: &GRecord) -> Result<MatchOutcome, String> {
+pub(crate) fn leakgate_match(rules: &[GRule], rec: &GRecord) -> Result<MatchOutcome, String> {
     let text = render_rules(rules);
     let (supps, errors) = leakgate::suppress::parse("gen.supp", &text, "Memcheck", 500);
     if !errors.is_empty() {
@@ -769,7 +769,7 @@ pub fn leakgate_match(rules: &[GRule], rec: &GRecord) -> Result<MatchOutcome, St
 
 /// Generates one case from `src` and compares; `Ok` is the agreed answer,
 /// `Err` describes a mismatch.
-pub fn check_one(src: &mut impl Source) -> Result<MatchOutcome, String> {
+pub(crate) fn check_one(src: &mut impl Source) -> Result<MatchOutcome, String> {
     let rec = gen_record(src);
     let n = 1 + src.below(5);
     let rules: Vec<GRule> = (0..n).map(|_| gen_rule(src, &rec)).collect();
@@ -803,7 +803,7 @@ fn below_main_like(n: &str) -> bool {
 /// there). For every rule, leakgate's `Yes` must be a match on the full
 /// stack and its `No` a non-match; only `Unknown` may be either.
 /// `Ok`: how many rules were undecidable.
-pub fn check_hidden(src: &mut impl Source) -> Result<usize, String> {
+pub(crate) fn check_hidden(src: &mut impl Source) -> Result<usize, String> {
     use leakgate::suppress::Verdict;
     let mut visible = gen_record(src);
     for g in &mut visible.groups {

@@ -11,8 +11,8 @@
 //! they never become findings themselves, so the totals stay those of the
 //! final check.
 //!
-//! [`track`] follows blocks across snapshots, [`shares`] turns one
-//! finding's shares into its `tests` and `growth`, [`notes`] says what the
+//! `track` follows blocks across snapshots, `shares` turns one
+//! finding's shares into its `tests` and `growth`, `notes` says what the
 //! checkpoints show beyond the findings.
 
 mod notes;

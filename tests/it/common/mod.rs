@@ -13,7 +13,7 @@
 //! (and therefore Valgrind's `<dir>`/`<file>`) points into that directory.
 #![allow(dead_code)]
 
-pub mod outputs;
+pub(crate) mod outputs;
 
 use std::ffi::OsStr;
 use std::fs;
@@ -21,27 +21,27 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Environment variable naming the Python interpreter to test with.
-pub const PYTHON_ENV: &str = "LEAKGATE_TEST_PYTHON";
+pub(crate) const PYTHON_ENV: &str = "LEAKGATE_TEST_PYTHON";
 /// Environment variable that turns a missing prerequisite into a failure.
-pub const REQUIRE_ALL_ENV: &str = "LEAKGATE_REQUIRE_ALL";
+pub(crate) const REQUIRE_ALL_ENV: &str = "LEAKGATE_REQUIRE_ALL";
 
 /// Root of the leakgate crate (where `Cargo.toml` lives).
-pub fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// `tests/programs/`: sources of the programs the integration tests run.
-pub fn programs_dir() -> PathBuf {
+pub(crate) fn programs_dir() -> PathBuf {
     repo_root().join("tests").join("programs")
 }
 
 /// The `leakgate` binary built by Cargo for these integration tests.
-pub fn leakgate_bin() -> PathBuf {
+pub(crate) fn leakgate_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_leakgate"))
 }
 
 /// A fresh temporary directory (removed when the returned guard drops).
-pub fn tempdir() -> tempfile::TempDir {
+pub(crate) fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("leakgate-test-")
         .tempdir()
@@ -54,7 +54,7 @@ pub fn tempdir() -> tempfile::TempDir {
 /// The marker must not be followed by an identifier character, so
 /// `@indirect` does not match `@indirect_outer`. Panics if the marker is
 /// missing or appears on more than one line.
-pub fn marker_line(src: &Path, marker: &str) -> u32 {
+pub(crate) fn marker_line(src: &Path, marker: &str) -> u32 {
     let text =
         fs::read_to_string(src).unwrap_or_else(|e| panic!("cannot read {}: {e}", src.display()));
     let hits: Vec<u32> = text
@@ -90,12 +90,12 @@ fn contains_marker(line: &str, marker: &str) -> bool {
 /// copy is compiled, so the debug info names `out_dir/<file>`. Returns the
 /// executable's path (`out_dir/<file stem>`). Panics with the compiler's
 /// output on failure.
-pub fn build_c(src_rel: &str, out_dir: &Path) -> PathBuf {
+pub(crate) fn build_c(src_rel: &str, out_dir: &Path) -> PathBuf {
     build_c_opt(src_rel, out_dir, "-O0")
 }
 
 /// [`build_c`] with another optimisation level (e.g. `-O2` for inlining).
-pub fn build_c_opt(src_rel: &str, out_dir: &Path, opt: &str) -> PathBuf {
+pub(crate) fn build_c_opt(src_rel: &str, out_dir: &Path, opt: &str) -> PathBuf {
     let src = programs_dir().join(src_rel);
     let file_name = src
         .file_name()
@@ -128,7 +128,7 @@ pub fn build_c_opt(src_rel: &str, out_dir: &Path, opt: &str) -> PathBuf {
 /// The Python interpreter to test with, if any: `$LEAKGATE_TEST_PYTHON`
 /// when set and non-empty (a bare name is looked up on `PATH`), else
 /// `<repo>/.venv/bin/python` when it exists, else `python3` on `PATH`.
-pub fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     if let Some(val) = std::env::var_os(PYTHON_ENV).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(&val);
         if p.components().count() > 1 {
@@ -144,7 +144,7 @@ pub fn python() -> Option<PathBuf> {
 }
 
 /// First executable file called `name` in the directories of `PATH`.
-pub fn find_on_path(name: &OsStr) -> Option<PathBuf> {
+pub(crate) fn find_on_path(name: &OsStr) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
@@ -159,17 +159,17 @@ fn is_executable(p: &Path) -> bool {
 }
 
 /// Whether `valgrind` is on `PATH`.
-pub fn has_valgrind() -> bool {
+pub(crate) fn has_valgrind() -> bool {
     find_on_path(OsStr::new("valgrind")).is_some()
 }
 
 /// Whether `py` can import `setuptools` (needed to build any extension).
-pub fn has_setuptools(py: &Path) -> bool {
+pub(crate) fn has_setuptools(py: &Path) -> bool {
     python_can_import(py, "setuptools")
 }
 
 /// Whether `py` can import `pybind11` and `setuptools`.
-pub fn has_pybind11(py: &Path) -> bool {
+pub(crate) fn has_pybind11(py: &Path) -> bool {
     python_can_import(py, "setuptools, pybind11")
 }
 
@@ -189,13 +189,13 @@ fn python_can_import(py: &Path, modules: &str) -> bool {
 /// `<python> setup.py build_ext --inplace` is run quietly. Panics with the
 /// build's stdout/stderr on failure. Returns `out_dir/<kind>/`, which then
 /// holds `test.py` next to the built module.
-pub fn build_python_ext(kind: &str, out_dir: &Path) -> PathBuf {
+pub(crate) fn build_python_ext(kind: &str, out_dir: &Path) -> PathBuf {
     let py = python().expect("no Python interpreter found (set LEAKGATE_TEST_PYTHON)");
     build_python_ext_with(&py, kind, out_dir)
 }
 
 /// [`build_python_ext`] with an explicit interpreter.
-pub fn build_python_ext_with(py: &Path, kind: &str, out_dir: &Path) -> PathBuf {
+pub(crate) fn build_python_ext_with(py: &Path, kind: &str, out_dir: &Path) -> PathBuf {
     assert!(
         matches!(kind, "cpython" | "pybind11" | "freelists"),
         "unknown extension kind {kind:?}"
@@ -248,7 +248,7 @@ pub fn build_python_ext_with(py: &Path, kind: &str, out_dir: &Path) -> PathBuf {
 }
 
 /// Whether `LEAKGATE_REQUIRE_ALL=1` (CI): missing prerequisites are errors.
-pub fn require_all() -> bool {
+pub(crate) fn require_all() -> bool {
     std::env::var(REQUIRE_ALL_ENV).is_ok_and(|v| v == "1")
 }
 
@@ -261,7 +261,7 @@ pub fn require_all() -> bool {
 ///     return;
 /// }
 /// ```
-pub fn require_or_skip(what: &str) -> bool {
+pub(crate) fn require_or_skip(what: &str) -> bool {
     if require_all() {
         panic!("missing prerequisite: {what} (LEAKGATE_REQUIRE_ALL=1)");
     }
@@ -271,13 +271,13 @@ pub fn require_or_skip(what: &str) -> bool {
 
 /// `true` if valgrind is available; otherwise [`require_or_skip`]s and
 /// returns `false`.
-pub fn valgrind_or_skip() -> bool {
+pub(crate) fn valgrind_or_skip() -> bool {
     has_valgrind() || !require_or_skip("valgrind not found on PATH")
 }
 
 /// The Python to use when it can build C extensions (has setuptools);
 /// otherwise [`require_or_skip`]s and returns `None`.
-pub fn python_or_skip() -> Option<PathBuf> {
+pub(crate) fn python_or_skip() -> Option<PathBuf> {
     let Some(py) = python() else {
         require_or_skip("no Python interpreter (set LEAKGATE_TEST_PYTHON)");
         return None;
@@ -290,7 +290,7 @@ pub fn python_or_skip() -> Option<PathBuf> {
 }
 
 /// Like [`python_or_skip`] but also requires pybind11.
-pub fn pybind11_python_or_skip() -> Option<PathBuf> {
+pub(crate) fn pybind11_python_or_skip() -> Option<PathBuf> {
     let py = python_or_skip()?;
     if !has_pybind11(&py) {
         require_or_skip(&format!("{} cannot import pybind11", py.display()));
@@ -300,13 +300,13 @@ pub fn pybind11_python_or_skip() -> Option<PathBuf> {
 }
 
 /// Runs `cmd` to completion, capturing its output; panics when it cannot start.
-pub fn run_capture(cmd: &mut Command, what: &str) -> Output {
+pub(crate) fn run_capture(cmd: &mut Command, what: &str) -> Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
 }
 
 /// Panics with the command's stdout and stderr unless it succeeded.
-pub fn check_success(out: &Output, what: &str) {
+pub(crate) fn check_success(out: &Output, what: &str) {
     assert!(
         out.status.success(),
         "{what} failed ({})\n--- stdout ---\n{}\n--- stderr ---\n{}",
@@ -318,7 +318,7 @@ pub fn check_success(out: &Output, what: &str) {
 
 /// The conservation rule on a JSON report: records read = Σ findings'
 /// records + suppressed records, and no internal error (exit code 5).
-pub fn assert_conserved(r: &serde_json::Value) {
+pub(crate) fn assert_conserved(r: &serde_json::Value) {
     let sum: u64 = r["findings"]
         .as_array()
         .expect("findings")
@@ -337,7 +337,7 @@ pub fn assert_conserved(r: &serde_json::Value) {
 }
 
 /// The files of `fixtures/<dir>` for each of `dirs`, sorted.
-pub fn fixture_files(dirs: &[&str]) -> Vec<PathBuf> {
+pub(crate) fn fixture_files(dirs: &[&str]) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = Vec::new();
     for d in dirs {
         let dir = repo_root().join("fixtures").join(d);
@@ -352,7 +352,7 @@ pub fn fixture_files(dirs: &[&str]) -> Vec<PathBuf> {
 
 /// The Valgrind releases besides the system's (Debian 12: 3.19.0) that the
 /// live version tests run under: the builds in `../shared/valgrind/`.
-pub const EXTRA_VALGRINDS: [&str; 3] = ["3.22.0", "3.26.0", "3.27.1"];
+pub(crate) const EXTRA_VALGRINDS: [&str; 3] = ["3.22.0", "3.26.0", "3.27.1"];
 
 /// `(version, launcher)` for each of [`EXTRA_VALGRINDS`] (or those named in
 /// `LEAKGATE_TEST_VALGRIND_VERSIONS`, comma-separated), unpacked once by
@@ -360,7 +360,7 @@ pub const EXTRA_VALGRINDS: [&str; 3] = ["3.22.0", "3.26.0", "3.27.1"];
 /// leakgate sets `VALGRIND_LIB` itself for such a tree (`--valgrind PATH`);
 /// for running it directly see [`valgrind_command`]. Without
 /// `../shared/valgrind` this [`require_or_skip`]s and returns nothing.
-pub fn extra_valgrinds() -> Vec<(String, PathBuf)> {
+pub(crate) fn extra_valgrinds() -> Vec<(String, PathBuf)> {
     let unpack = repo_root()
         .join("..")
         .join("shared")
@@ -394,7 +394,7 @@ pub fn extra_valgrinds() -> Vec<(String, PathBuf)> {
 
 /// A `Command` for the Valgrind launcher `vg` (`valgrind` on PATH when
 /// `None`), with `VALGRIND_LIB` pointing at an unpacked tree's tools.
-pub fn valgrind_command(vg: Option<&Path>) -> Command {
+pub(crate) fn valgrind_command(vg: Option<&Path>) -> Command {
     match vg {
         None => Command::new("valgrind"),
         Some(vg) => {
@@ -409,10 +409,10 @@ pub fn valgrind_command(vg: Option<&Path>) -> Command {
 
 /// Surviving records of a report, to compare two reports record for
 /// record: (kind, fingerprint, line) → (records, bytes).
-pub type Survivors = std::collections::BTreeMap<(String, String, u64), (u64, u64)>;
+pub(crate) type Survivors = std::collections::BTreeMap<(String, String, u64), (u64, u64)>;
 
 /// The [`Survivors`] of a JSON report.
-pub fn survivors(r: &serde_json::Value) -> Survivors {
+pub(crate) fn survivors(r: &serde_json::Value) -> Survivors {
     let mut m = Survivors::new();
     for f in r["findings"].as_array().unwrap() {
         let key = (
@@ -429,7 +429,7 @@ pub fn survivors(r: &serde_json::Value) -> Survivors {
 
 /// `leakgate analyze --format json --no-bundled-suppressions
 /// [--suppressions SUPP] PATHS` in `dir`: the report (exit 0 or 1 required).
-pub fn analyze_json(dir: &Path, paths: &[&Path], supp: Option<&Path>) -> serde_json::Value {
+pub(crate) fn analyze_json(dir: &Path, paths: &[&Path], supp: Option<&Path>) -> serde_json::Value {
     let mut c = Command::new(leakgate_bin());
     c.current_dir(dir)
         .args(["analyze", "--format", "json", "--no-bundled-suppressions"]);
@@ -449,7 +449,7 @@ pub fn analyze_json(dir: &Path, paths: &[&Path], supp: Option<&Path>) -> serde_j
 /// with the options `leakgate run` uses, in Valgrind's default (not
 /// --show-below-main) mode, and `--suppressions=SUPP` (Valgrind's own
 /// matcher); its XML goes into `out` (created). Panics if Valgrind was killed.
-pub fn valgrind_with_suppressions(
+pub(crate) fn valgrind_with_suppressions(
     vg: Option<&Path>,
     dir: &Path,
     out: &Path,

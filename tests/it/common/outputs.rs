@@ -19,7 +19,7 @@ use super::{leakgate_bin, repo_root};
 
 /// The outputs of one analysis.
 #[derive(Debug, Clone)]
-pub struct Outputs {
+pub(crate) struct Outputs {
     /// The exit code of the JSON run (the text run must give the same).
     pub exit: i32,
     pub text: String,
@@ -34,7 +34,7 @@ pub struct Outputs {
 
 impl Outputs {
     /// `(name, content)` of every output, in a fixed order.
-    pub fn all(&self) -> [(&'static str, &str); 8] {
+    pub(crate) fn all(&self) -> [(&'static str, &str); 8] {
         [
             ("text", &self.text),
             ("json", &self.json),
@@ -48,7 +48,7 @@ impl Outputs {
     }
 
     /// The JSON report, parsed.
-    pub fn report(&self) -> serde_json::Value {
+    pub(crate) fn report(&self) -> serde_json::Value {
         serde_json::from_str(&self.json).expect("the JSON report parses")
     }
 }
@@ -68,14 +68,14 @@ fn read(p: &Path) -> String {
 
 /// `leakgate analyze ARGS` with every output; the files go into `work`
 /// (which must exist and be private to the caller).
-pub fn analyze_all(work: &Path, args: &[&str]) -> Outputs {
+pub(crate) fn analyze_all(work: &Path, args: &[&str]) -> Outputs {
     analyze_all_in(work, args, &repo_root())
 }
 
 /// [`analyze_all`] with another `--repo-root` (for fixtures whose recorded
 /// paths would otherwise fall inside or outside the checkout depending on
 /// where it was cloned).
-pub fn analyze_all_in(work: &Path, args: &[&str], root: &Path) -> Outputs {
+pub(crate) fn analyze_all_in(work: &Path, args: &[&str], root: &Path) -> Outputs {
     let file = |name: &str| work.join(name);
     let mut c = leakgate();
     c.arg("analyze")
@@ -155,7 +155,7 @@ const RECORDED_VENV: &str = "/work/main/.venv";
 /// `[RECORDED]/.venv`, the checkout's path (as given and canonical, plain
 /// and URI-encoded) by `[ROOT]`, `work` by `[TMP]`, and the tool's version
 /// by `[VERSION]`.
-pub fn normalise(s: &str, work: &Path) -> String {
+pub(crate) fn normalise(s: &str, work: &Path) -> String {
     let s = &s
         .replace(RECORDED_VENV, "[RECORDED]/.venv")
         .replace(&uri_path(RECORDED_VENV), "[RECORDED]/.venv");
@@ -187,7 +187,7 @@ pub fn normalise(s: &str, work: &Path) -> String {
 
 /// The HTML page without its inline stylesheet (the same in every report;
 /// `src/render/html.css` is reviewed as the source file it is).
-pub fn html_without_css(html: &str) -> String {
+pub(crate) fn html_without_css(html: &str) -> String {
     match (html.find("<style>"), html.find("</style>")) {
         (Some(a), Some(b)) if a < b => format!(
             "{}<style>/* src/render/html.css */</style>{}",
@@ -199,7 +199,7 @@ pub fn html_without_css(html: &str) -> String {
 }
 
 /// A private temporary directory for one analysis' files.
-pub fn workdir() -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn workdir() -> (tempfile::TempDir, PathBuf) {
     let t = super::tempdir();
     let p = t.path().to_path_buf();
     (t, p)
