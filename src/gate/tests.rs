@@ -4,7 +4,7 @@ use super::policy::FailOn;
 use super::*;
 use crate::kind::Kind;
 use crate::model::ExitStatus;
-use crate::report::{Category, Finding};
+use crate::report::{Category, Finding, Report};
 
 #[test]
 fn gated_kinds() {
@@ -163,4 +163,94 @@ fn site_packages_hint_only_when_nothing_is_gated() {
         n.contains("m0.so (1), m1.so (1), m2.so (1), and 2 more"),
         "{n}"
     );
+}
+
+fn user(kind: &str, direct: u64) -> Finding {
+    Finding {
+        kind: kind.into(),
+        category: Category::User,
+        direct_bytes: Kind::parse(kind).is_leak().then_some(direct),
+        bytes: Kind::parse(kind).is_leak().then_some(direct),
+        count: 1,
+        records: 1,
+        ..Finding::default()
+    }
+}
+
+#[test]
+fn mark_decides_gated_and_fails_once_for_every_reader() {
+    let mut fs = vec![
+        user("Leak_DefinitelyLost", 40),
+        user("Leak_PossiblyLost", 8),
+        user("InvalidRead", 0),
+    ];
+    // Default policy: possibly lost is reported, not gated.
+    mark(&Policy::default(), &mut fs);
+    let marks: Vec<(bool, bool)> = fs.iter().map(|f| (f.is_gated(), f.fails)).collect();
+    assert_eq!(marks, [(true, true), (false, false), (true, true)]);
+    // --fail-on all --max-leaked-bytes 100: the leaks are gated but within
+    // the budget (48 bytes), the error still fails.
+    let p = Policy {
+        fail_on: FailOn::parse("all").unwrap(),
+        max_leaked_bytes: Some(100),
+        ..Policy::default()
+    };
+    mark(&p, &mut fs);
+    let marks: Vec<(bool, bool)> = fs.iter().map(|f| (f.is_gated(), f.fails)).collect();
+    assert_eq!(marks, [(true, false), (true, false), (true, true)]);
+    let v = verdict(&p, &fs, &[], None, &[]);
+    assert_eq!(v.exit_code, crate::exit::FAIL);
+    assert_eq!(v.reasons.len(), 1, "{:?}", v.reasons);
+    assert!(v.reasons[0].contains("gated error"), "{:?}", v.reasons);
+    // Over the budget: every gated leak fails.
+    let p = Policy {
+        max_leaked_bytes: Some(47),
+        ..p
+    };
+    mark(&p, &mut fs);
+    assert!(fs.iter().all(|f| f.fails));
+    // Known from the baseline: reported, not gated.
+    fs[0].baseline = Some(crate::report::BaselineState::Known);
+    mark(&Policy::default(), &mut fs);
+    assert!(!fs[0].is_gated() && !fs[0].fails);
+}
+
+#[test]
+fn a_saved_report_gets_its_marks_back() {
+    let mut fs = vec![
+        user("Leak_DefinitelyLost", 40),
+        user("Leak_PossiblyLost", 8),
+    ];
+    let p = Policy {
+        fail_on: FailOn::parse("all").unwrap(),
+        max_leaked_bytes: Some(100),
+        ..Policy::default()
+    };
+    mark(&p, &mut fs);
+    let report_json = serde_json::json!({
+        "schema_version": 1,
+        "tool": {"name": "leakgate", "version": "0"},
+        "valgrind": {"version": null, "protocol": null},
+        "mode": "analyze", "command": [], "environment": [], "target_exit": null,
+        "processes": [], "findings": fs, "notes": [], "src_roots": [],
+        "summary": serde_json::to_value(crate::report::Summary::default()).unwrap(),
+        "verdict": {"status": "pass", "exit_code": 0, "reasons": []},
+        "policy": p.describe(),
+    });
+    let mut r: Report = serde_json::from_value(report_json).unwrap();
+    assert!(
+        r.findings.iter().all(|f| !f.fails),
+        "fails is not in the JSON"
+    );
+    restore(&mut r);
+    let marks: Vec<(bool, bool)> = r.findings.iter().map(|f| (f.is_gated(), f.fails)).collect();
+    assert_eq!(marks, [(true, false), (true, false)]);
+    // A report from before policies: the default policy's marks.
+    for f in &mut r.findings {
+        f.gated = None;
+    }
+    r.policy = None;
+    restore(&mut r);
+    let marks: Vec<(bool, bool)> = r.findings.iter().map(|f| (f.is_gated(), f.fails)).collect();
+    assert_eq!(marks, [(true, true), (false, false)]);
 }

@@ -27,6 +27,7 @@ mod generate;
 mod hostile;
 mod html;
 mod matcher_reference;
+mod outputs_checked;
 mod per_test;
 mod python_ext;
 mod real_packages;
