@@ -239,9 +239,7 @@ impl Aggregator {
             self.outside += 1;
             return;
         }
-        if self.options.hide_noise_reachable
-            && &*rec.kind == "Leak_StillReachable"
-            && !att.is_user()
+        if self.options.hide_noise_reachable && Kind::StillReachable == *rec.kind && !att.is_user()
         {
             self.hidden_reachable += 1;
             self.outside += 1;
@@ -559,7 +557,7 @@ fn snap_rec(rec: &Record, key: (u64, Option<u32>), dbytes: i64, dblocks: i64) ->
         msgs: rec.client_msgs,
         key,
         site: h,
-        lost: matches!(&*rec.kind, "Leak_DefinitelyLost" | "Leak_IndirectlyLost"),
+        lost: Kind::parse(&rec.kind).is_lost(),
         dbytes,
         dblocks,
     }
@@ -571,8 +569,7 @@ fn snap_rec(rec: &Record, key: (u64, Option<u32>), dbytes: i64, dblocks: i64) ->
 /// initialisation allocates for the life of the process, and the bundled
 /// rules for the import machinery hide those records on purpose).
 fn hidden_user_matters(rec: &Record) -> bool {
-    let gated_kind =
-        !rec.is_leak() || matches!(&*rec.kind, "Leak_DefinitelyLost" | "Leak_IndirectlyLost");
+    let gated_kind = !rec.is_leak() || Kind::parse(&rec.kind).is_lost();
     let module_init = rec.stack.iter().any(|f| {
         f.func.as_deref().is_some_and(|n| {
             n.starts_with("PyInit_")

@@ -47,7 +47,9 @@ impl Ctx<'_> {
                     in_fatal: true,
                     ..Builder::default()
                 };
-                b.rec.kind = self.interner.intern("FatalSignal");
+                b.rec.kind = self
+                    .interner
+                    .intern(crate::kind::Kind::FatalSignal.as_str());
                 self.builder = Some(b);
             }
             Tag::Stack => {

@@ -97,11 +97,11 @@ pub fn headline(f: &Finding) -> String {
     if f.is_leak() {
         let bytes = f.bytes.unwrap_or(0);
         let blocks = f.blocks.unwrap_or(0);
-        let how = match f.kind.as_str() {
-            "Leak_DefinitelyLost" => "definitely lost",
-            "Leak_IndirectlyLost" => "indirectly lost",
-            "Leak_PossiblyLost" => "possibly lost",
-            "Leak_StillReachable" => "still reachable",
+        let how = match f.kind {
+            Kind::DefinitelyLost => "definitely lost",
+            Kind::IndirectlyLost => "indirectly lost",
+            Kind::PossiblyLost => "possibly lost",
+            Kind::StillReachable => "still reachable",
             _ => "lost",
         };
         format!(
@@ -210,76 +210,76 @@ pub fn noise_line(r: &Report) -> String {
 
 /// Help for a Valgrind kind: (short description, full description).
 pub fn kind_help(kind: &Kind) -> (&'static str, &'static str) {
-    match kind.as_str() {
-        "Leak_DefinitelyLost" => (
+    match kind {
+        Kind::DefinitelyLost => (
             "Memory definitely lost",
             "A heap block allocated here is no longer pointed to by anything when the program exits: it can never be freed. Free it on every path (including error paths), or give it an owner (a smart pointer, a Python object's destructor).",
         ),
-        "Leak_IndirectlyLost" => (
+        Kind::IndirectlyLost => (
             "Memory indirectly lost",
             "A heap block allocated here is only reachable from blocks that are themselves lost (for example the nodes of a lost tree). Fixing the definitely-lost block that owns it usually fixes this too.",
         ),
-        "Leak_PossiblyLost" => (
+        Kind::PossiblyLost => (
             "Memory possibly lost",
             "Only a pointer into the middle of this heap block survives at exit. It may be a leak, or a deliberate interior pointer (some allocators and containers keep those).",
         ),
-        "Leak_StillReachable" => (
+        Kind::StillReachable => (
             "Memory still reachable",
             "This heap block is still pointed to at exit (a global or a cache) but was never freed. Usually harmless; free it at shutdown if it grows.",
         ),
-        "InvalidRead" => (
+        Kind::InvalidRead => (
             "Invalid read",
             "The program read memory it must not: outside a heap block, or from a block already freed. Check array bounds and object lifetimes.",
         ),
-        "InvalidWrite" => (
+        Kind::InvalidWrite => (
             "Invalid write",
             "The program wrote memory it must not: outside a heap block, or into a block already freed. This corrupts the heap; check array bounds and object lifetimes.",
         ),
-        "InvalidFree" => (
+        Kind::InvalidFree => (
             "Invalid free",
             "A block was freed that is not the start of a live heap block: a double free, or a pointer that never came from malloc/new.",
         ),
-        "MismatchedFree" => (
+        Kind::MismatchedFree => (
             "Mismatched free",
             "A block was released with the wrong function: malloc/free, new/delete and new[]/delete[] must be paired.",
         ),
-        "InvalidJump" => (
+        Kind::InvalidJump => (
             "Invalid jump",
             "The program jumped to an address that is not code (a corrupted function pointer or return address).",
         ),
-        "Overlap" => (
+        Kind::Overlap => (
             "Overlapping source and destination",
             "memcpy/strcpy (or a relative) was called with overlapping source and destination; use memmove.",
         ),
-        "UninitCondition" => (
+        Kind::UninitCondition => (
             "Conditional jump on uninitialised value",
             "A branch depends on memory that was never initialised. The origin stack (--track-origins) shows where it was allocated.",
         ),
-        "UninitValue" => (
+        Kind::UninitValue => (
             "Use of uninitialised value",
             "An uninitialised value was used in a way that matters (an address, a system call). The origin stack shows where it came from.",
         ),
-        "SyscallParam" => (
+        Kind::SyscallParam => (
             "System call with invalid parameter",
             "A system call was given an uninitialised or unaddressable buffer.",
         ),
-        "FatalSignal" => (
+        Kind::FatalSignal => (
             "Fatal signal",
             "The program was killed by a signal (a crash) in this code.",
         ),
-        "ClientCheck" => (
+        Kind::ClientCheck => (
             "Client check failed",
             "A Valgrind client request (VALGRIND_CHECK_MEM_IS_DEFINED and friends) failed.",
         ),
-        "InvalidMemPool" => (
+        Kind::InvalidMemPool => (
             "Invalid memory pool",
             "A memory-pool client request named a pool that does not exist.",
         ),
-        "FishyValue" => (
+        Kind::FishyValue => (
             "Fishy argument value",
             "An allocation function got an implausible size (probably a negative number).",
         ),
-        "ReallocSizeZero" => (
+        Kind::ReallocSizeZero => (
             "realloc with size zero",
             "realloc(p, 0) behaves differently across C libraries; free the block explicitly.",
         ),

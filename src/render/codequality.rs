@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use crate::kind::Kind;
 use crate::render::ci::{self, CiContext};
 use crate::report::{Finding, Report};
 
@@ -24,10 +25,10 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
 /// GitLab's severities (info, minor, major, critical, blocker): memory
 /// errors are critical, lost memory major, possibly lost minor.
 fn severity(f: &Finding) -> &'static str {
-    match f.kind.as_str() {
-        "Leak_StillReachable" => "info",
-        "Leak_PossiblyLost" => "minor",
-        "Leak_DefinitelyLost" | "Leak_IndirectlyLost" => "major",
+    match f.kind {
+        Kind::StillReachable => "info",
+        Kind::PossiblyLost => "minor",
+        Kind::DefinitelyLost | Kind::IndirectlyLost => "major",
         _ => "critical",
     }
 }

@@ -42,11 +42,11 @@ impl LeakKind {
 
     /// The leak kind of an XML `<kind>` (`Leak_DefinitelyLost`, ...).
     pub fn from_xml_kind(kind: &str) -> Option<Self> {
-        match kind {
-            "Leak_DefinitelyLost" => Some(LeakKind::Definite),
-            "Leak_IndirectlyLost" => Some(LeakKind::Indirect),
-            "Leak_PossiblyLost" => Some(LeakKind::Possible),
-            "Leak_StillReachable" => Some(LeakKind::Reachable),
+        match crate::kind::Kind::parse(kind) {
+            crate::kind::Kind::DefinitelyLost => Some(LeakKind::Definite),
+            crate::kind::Kind::IndirectlyLost => Some(LeakKind::Indirect),
+            crate::kind::Kind::PossiblyLost => Some(LeakKind::Possible),
+            crate::kind::Kind::StillReachable => Some(LeakKind::Reachable),
             _ => None,
         }
     }

@@ -89,10 +89,10 @@ pub(super) fn cut_chars(s: &str, max: usize) -> String {
 }
 
 pub(super) fn kind_class(kind: &Kind) -> &'static str {
-    match kind.as_str() {
-        "Leak_DefinitelyLost" | "Leak_IndirectlyLost" => "k-leak",
-        k if k.starts_with("Leak_") => "k-soft",
-        "FatalSignal" => "k-crash",
+    match kind {
+        k if k.is_lost() => "k-leak",
+        k if k.is_leak() => "k-soft",
+        Kind::FatalSignal => "k-crash",
         _ => "k-error",
     }
 }
