@@ -11,7 +11,33 @@ pub mod markdown;
 pub mod sarif;
 pub mod text;
 
-use crate::report::FrameOut;
+use crate::kind::Kind;
+use crate::report::{FrameOut, Report};
+use crate::util::plural;
+
+/// The user's findings counted by kind, in report order, for people:
+/// `2 definitely-lost leaks, 1 InvalidRead error in your code`, or `no leaks
+/// or memory errors in your code`.
+pub fn user_findings_phrase(r: &Report) -> String {
+    let mut by_kind: Vec<(&Kind, u64)> = Vec::new();
+    for f in r.findings.iter().filter(|f| f.is_user()) {
+        match by_kind.iter_mut().find(|(k, _)| **k == f.kind) {
+            Some((_, n)) => *n += 1,
+            None => by_kind.push((&f.kind, 1)),
+        }
+    }
+    if by_kind.is_empty() {
+        return "no leaks or memory errors in your code".into();
+    }
+    let parts: Vec<String> = by_kind
+        .iter()
+        .map(|(k, n)| {
+            let (one, many) = k.noun();
+            plural(*n, &one, &many)
+        })
+        .collect();
+    format!("{} in your code", parts.join(", "))
+}
 
 /// Which frames of a stack a person needs to see (the text report prints
 /// the others as `... N frames`, the HTML folds them): the user's frames

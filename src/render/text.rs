@@ -75,26 +75,7 @@ fn short_stack(f: &Finding, verbose: bool) -> Vec<(bool, &FrameOut)> {
 }
 
 fn verdict_line(r: &Report, st: &Style) -> String {
-    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
-    let mut by_kind: Vec<(String, u64)> = Vec::new();
-    for f in &user {
-        match by_kind.iter_mut().find(|(k, _)| f.kind == k.as_str()) {
-            Some((_, n)) => *n += 1,
-            None => by_kind.push((f.kind.to_string(), 1)),
-        }
-    }
-    let what = if by_kind.is_empty() {
-        "no leaks or memory errors in your code".to_string()
-    } else {
-        let parts: Vec<String> = by_kind
-            .iter()
-            .map(|(k, n)| {
-                let (one, many) = crate::kind::Kind::parse(k).noun();
-                plural(*n, &one, &many)
-            })
-            .collect();
-        format!("{} in your code", parts.join(", "))
-    };
+    let what = crate::render::user_findings_phrase(r);
     match r.verdict.status.as_str() {
         "pass" => format!("{} {what}", st.green("PASS:")),
         "fail" => format!("{} {what}", st.red("FAIL:")),

@@ -97,25 +97,7 @@ fn status_label(status: &str) -> (&'static str, &'static str) {
 }
 
 fn verdict_sentence(r: &Report) -> String {
-    let mut by_kind: Vec<(String, u64)> = Vec::new();
-    for f in r.findings.iter().filter(|f| f.is_user()) {
-        match by_kind.iter_mut().find(|(k, _)| f.kind == k.as_str()) {
-            Some((_, n)) => *n += 1,
-            None => by_kind.push((f.kind.to_string(), 1)),
-        }
-    }
-    if by_kind.is_empty() {
-        return "No leaks or memory errors in your code".into();
-    }
-    let parts: Vec<String> = by_kind
-        .iter()
-        .map(|(k, n)| {
-            let (one, many) = crate::kind::Kind::parse(k).noun();
-            plural(*n, &one, &many)
-        })
-        .collect();
-    let mut s = parts.join(", ");
-    s.push_str(" in your code");
+    let s = crate::render::user_findings_phrase(r);
     let mut c = s.chars();
     match c.next() {
         Some(f) => f.to_uppercase().chain(c).collect(),
