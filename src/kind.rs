@@ -124,6 +124,12 @@ impl Kind {
         matches!(self, Kind::DefinitelyLost | Kind::IndirectlyLost)
     }
 
+    /// [`Kind::is_lost`] of a `<kind>` string, without parsing it (the
+    /// aggregator asks for every record).
+    pub fn is_lost_str(kind: &str) -> bool {
+        kind == Kind::DefinitelyLost.as_str() || kind == Kind::IndirectlyLost.as_str()
+    }
+
     /// A `--track-fds` descriptor kind.
     pub fn is_fd(&self) -> bool {
         FD_KINDS.contains(self)
@@ -188,12 +194,6 @@ impl From<&str> for Kind {
 impl PartialEq<str> for Kind {
     fn eq(&self, other: &str) -> bool {
         self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for Kind {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
     }
 }
 

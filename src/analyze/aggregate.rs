@@ -557,7 +557,7 @@ fn snap_rec(rec: &Record, key: (u64, Option<u32>), dbytes: i64, dblocks: i64) ->
         msgs: rec.client_msgs,
         key,
         site: h,
-        lost: Kind::parse(&rec.kind).is_lost(),
+        lost: Kind::is_lost_str(&rec.kind),
         dbytes,
         dblocks,
     }
@@ -569,7 +569,7 @@ fn snap_rec(rec: &Record, key: (u64, Option<u32>), dbytes: i64, dblocks: i64) ->
 /// initialisation allocates for the life of the process, and the bundled
 /// rules for the import machinery hide those records on purpose).
 fn hidden_user_matters(rec: &Record) -> bool {
-    let gated_kind = !rec.is_leak() || Kind::parse(&rec.kind).is_lost();
+    let gated_kind = !rec.is_leak() || Kind::is_lost_str(&rec.kind);
     let module_init = rec.stack.iter().any(|f| {
         f.func.as_deref().is_some_and(|n| {
             n.starts_with("PyInit_")

@@ -19,12 +19,6 @@ use crate::kind::{FD_KINDS, Kind, LEAK_KINDS};
 /// The default `--fail-on`.
 pub const DEFAULT_FAIL_ON: &str = "definite,indirect,errors";
 
-/// Memcheck's error kinds (protocol 4-6) and leakgate's `FatalSignal`: the
-/// known kinds that are neither leaks, descriptor kinds nor `cuda-ipc`.
-pub fn error_kinds() -> impl Iterator<Item = &'static Kind> {
-    Kind::KNOWN.iter().filter(|k| k.is_memory_error())
-}
-
 /// A `--fail-on` item that is neither a group nor a known kind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyError {

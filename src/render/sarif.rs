@@ -37,7 +37,7 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
     let results: Vec<Value> = user
         .iter()
         .map(|f| {
-            let idx = kinds.iter().position(|k| f.kind == *k).unwrap_or(0);
+            let idx = kinds.iter().position(|k| f.kind == **k).unwrap_or(0);
             result(r, ctx, f, idx)
         })
         .collect();
