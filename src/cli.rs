@@ -1,5 +1,5 @@
 //! Command-line interface (clap derive). Only argument definitions live here;
-//! `app.rs` turns them into a pipeline.
+//! `commands/` turns them into a pipeline.
 
 use std::path::PathBuf;
 

@@ -1,5 +1,5 @@
 //! The gate policy's vocabulary: which kinds of user findings fail the gate
-//! (`--fail-on LIST`). The gate itself (`gate.rs`) applies it.
+//! (`--fail-on LIST`). The gate itself (`gate/decide.rs`) applies it.
 //!
 //! A list is comma-separated; each item is a group name (`definite`,
 //! `indirect`, `possible`, `reachable`, `leaks`, `errors`, `all`, `none`) or
