@@ -17,6 +17,9 @@
  *   grow_registry()        malloc(32) kept in a static table at every call
  *                          (a container that grows forever)    -> still reachable
  *   read_past_end()        reads one byte past an 8-byte block  -> InvalidRead
+ *   uninit_branch()        branches on a byte of a fresh malloc block
+ *                                                               -> UninitCondition
+ *                          (origin: the malloc, with --track-origins=yes)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -128,6 +131,19 @@ read_past_end(PyObject *self, PyObject *args)
     return PyLong_FromLong(c == 'x');
 }
 
+static __attribute__((noinline)) PyObject *
+uninit_branch(PyObject *self, PyObject *args)
+{
+    char *p = malloc(8); /* @py_uninit_alloc */
+    if (p == NULL)
+        return PyErr_NoMemory();
+    int r = 0;
+    if (p[3] == 'u') /* @py_uninit_use */
+        r = 1;
+    free(p);
+    return PyLong_FromLong(r);
+}
+
 static PyMethodDef leakext_methods[] = {
     {"leak_malloc", leak_malloc, METH_NOARGS, "malloc(48) and drop it."},
     {"leak_bytes", leak_bytes, METH_NOARGS, "Create a bytes object and leak the reference."},
@@ -137,6 +153,8 @@ static PyMethodDef leakext_methods[] = {
     {"fill_cache", fill_cache, METH_NOARGS, "Fill a module-level cache once (still reachable)."},
     {"grow_registry", grow_registry, METH_NOARGS, "Keep a new 32-byte block at every call."},
     {"read_past_end", read_past_end, METH_NOARGS, "Read one byte past an 8-byte block."},
+    {"uninit_branch", uninit_branch, METH_NOARGS,
+     "Branch on a byte of a fresh malloc block (uninitialised, origin: the malloc)."},
     {NULL, NULL, 0, NULL},
 };
 
