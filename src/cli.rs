@@ -112,6 +112,18 @@ pub enum Format {
     Json,
 }
 
+/// `--origins`: when Valgrind tracks where uninitialised values come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Origins {
+    /// Always (`--track-origins=yes`).
+    Yes,
+    /// Never.
+    No,
+    /// Without, then a re-run with origins of what had uninitialised-value
+    /// errors in your code.
+    Auto,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
     Auto,
@@ -242,8 +254,11 @@ pub struct RunArgs {
     /// (pytest) Run every selected test N times in a row, a checkpoint after each, to tell per-call leaks from one-time allocations.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
-    /// Do not pass --track-origins=yes (faster, but uninitialised-value errors lose their origin).
-    #[arg(long)]
+    /// Where uninitialised values come from (valgrind --track-origins=yes, about 40 % of Valgrind's time): `yes` always; `no` never (uninitialised-value errors have no origin); `auto` runs without, and when your code has uninitialised-value errors re-runs only what had them (for pytest: just those tests) with origins, and merges.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = Origins::Yes)]
+    pub origins: Origins,
+    /// The same as --origins no.
+    #[arg(long, conflicts_with = "origins")]
     pub no_track_origins: bool,
     /// Report file descriptors left open at exit (FdNotClosed) and bad closes (FdBadClose, FdBadUse) with their stacks, attributed like leaks (valgrind --track-fds=yes; needs Valgrind 3.23 or later). Gated by `fds` (part of the default `errors`).
     #[arg(long)]

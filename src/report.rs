@@ -52,6 +52,38 @@ pub struct Report {
     /// run had any: see `findings[].tests` and `findings[].growth`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_test: Option<PerTestOut>,
+    /// `run --origins auto`: whether a re-run with `--track-origins=yes`
+    /// was needed, what it covered and what it cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origins: Option<OriginsOut>,
+}
+
+/// `run --origins auto`: the run went without `--track-origins=yes`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OriginsOut {
+    /// `auto`.
+    pub mode: String,
+    /// Uninitialised-value findings in the user's code without an origin
+    /// after the first run (0: no re-run).
+    pub wanted: u64,
+    /// Of those, how many the re-run gave an origin.
+    pub found: u64,
+    /// The re-run, when one was needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun: Option<RerunOut>,
+}
+
+/// The re-run of `--origins auto`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RerunOut {
+    /// `tests` (only the pytest tests in `tests`) or `command` (all of it).
+    pub scope: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tests: Vec<String>,
+    /// Wall time of the re-run, Valgrind included.
+    pub seconds: f64,
+    /// How the re-run's target exited.
+    pub target_exit: ExitStatus,
 }
 
 /// Why and how leakgate stopped the run.

@@ -213,7 +213,9 @@ def available():
     return running_on_valgrind() > 0
 
 
-def marker_text(label, kind="checkpoint", rep=None, of=None, seq=None, freelists=None):
+def marker_text(
+    label, kind="checkpoint", rep=None, of=None, seq=None, freelists=None, index=None
+):
     """The marker's text: the prefix and one line of JSON, XML-safe and
     free of ``%`` (it is Valgrind's printf format)."""
     d = {"v": 1, "kind": kind, "label": str(label)[:1000]}
@@ -223,6 +225,8 @@ def marker_text(label, kind="checkpoint", rep=None, of=None, seq=None, freelists
         d["rep"] = rep
     if of is not None:
         d["of"] = of
+    if index is not None:
+        d["index"] = int(index)
     if freelists is not None:
         d["freelists"] = str(freelists)[:300]
     s = json.dumps(d, ensure_ascii=True, separators=(",", ":"))
@@ -302,7 +306,7 @@ def free_lists_off():
     return _freelists
 
 
-def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True):
+def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=None):
     """Marks a point of the run and takes a leak snapshot there.
 
     leakgate attributes the blocks lost (or still reachable) since the
@@ -311,7 +315,10 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True):
     checkpoint takes a silent baseline instead (a summary leak check: the
     heap as it is then is not listed, later snapshots show what changed
     since). The first call also turns CPython's free lists off
-    (``free_lists_off()``). Returns whether a snapshot was taken (False
+    (``free_lists_off()``). ``index`` is a pytest test's position in the
+    collected session (the same in every pytest-xdist worker), so that
+    leakgate lists the tests of parallel workers in the order of a serial
+    run. Returns whether a snapshot was taken (False
     without Valgrind)."""
     global _seq
     if not available():
@@ -324,7 +331,13 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True):
     _seq += 1
     _printf(
         marker_text(
-            label, kind=kind, rep=rep, of=of, seq=_seq, freelists=_freelists if first else None
+            label,
+            kind=kind,
+            rep=rep,
+            of=of,
+            seq=_seq,
+            freelists=_freelists if first else None,
+            index=index,
         )
     )
     if kind == "start":

@@ -10,11 +10,19 @@ leakgate ties each leak to the test it grew in.
 ``LEAKGATE_REPEAT=N`` (``leakgate run --repeat N``) runs every selected
 test N times in a row, each run followed by a checkpoint, so that a leak
 that grows at every call can be told from a one-time allocation.
+``LEAKGATE_ONLY_TESTS`` (node ids, one per line) deselects every other test;
+``LEAKGATE_CHECKPOINTS=0`` takes no checkpoints (leakgate's re-run of
+``--origins auto`` sets both: it wants the origins of errors only).
 
 Without Valgrind (plain ``pytest``) the plugin does nothing. It can be
 registered once only, under the name ``leakgate`` (the ``pytest11`` entry
 point) or through ``leakgate_probe.autoload`` (what leakgate passes),
 whichever comes first.
+
+Under pytest-xdist (``-n N``) the workers are Valgrind's traced children:
+each runs this plugin for the tests it is given, and every test marker
+carries the test's index in the collected session, so that leakgate can
+list them in the order of a serial run.
 """
 
 import os
@@ -36,6 +44,11 @@ def _enabled():
     return os.environ.get("LEAKGATE_PER_TEST", "1") != "0" and _probe.available()
 
 
+def _checkpoints():
+    # LEAKGATE_CHECKPOINTS=0: select tests (LEAKGATE_ONLY_TESTS) only.
+    return _enabled() and os.environ.get("LEAKGATE_CHECKPOINTS", "1") != "0"
+
+
 def _repeat():
     try:
         return max(1, int(os.environ.get("LEAKGATE_REPEAT", "1")))
@@ -43,16 +56,59 @@ def _repeat():
         return 1
 
 
+@_hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config, specs):
+    # pytest-xdist's controller, run natively by leakgate: every local
+    # worker starts under Valgrind (LEAKGATE_XDIST_WORKERS is leakgate's
+    # valgrind command), so its tests are checked and checkpointed there.
+    prefix = os.environ.get("LEAKGATE_XDIST_WORKERS")
+    if not prefix or _probe.available():
+        return
+    import shlex
+    import sys
+
+    for spec in specs:
+        if getattr(spec, "popen", False) and not getattr(spec, "via", None):
+            python = spec.python or shlex.quote(sys.executable)
+            spec.python = prefix + " " + python
+
+
+@_hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    # LEAKGATE_ONLY_TESTS (node ids, one per line): leakgate re-runs just
+    # these tests (the origins of `--origins auto`); the rest is deselected.
+    only = os.environ.get("LEAKGATE_ONLY_TESTS")
+    if not only or not _enabled():
+        return
+    keep = set(only.splitlines())
+    selected = [it for it in items if it.nodeid in keep]
+    deselected = [it for it in items if it.nodeid not in keep]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
+
+
 @_hookimpl(tryfirst=True)
 def pytest_runtestloop(session):
     # Everything collection imported and allocated is the "start" snapshot's.
-    if _enabled() and not session.config.option.collectonly:
+    if _checkpoints() and not session.config.option.collectonly:
         _probe.checkpoint("collection", kind="start")
+
+
+def _index(item):
+    """The item's position in the collected session: pytest-xdist workers
+    all collect the whole session, so it is the same in every worker."""
+    session = item.session
+    idx = getattr(session, "_leakgate_index", None)
+    if idx is None or len(idx) != len(session.items):
+        idx = {it.nodeid: i for i, it in enumerate(session.items)}
+        session._leakgate_index = idx
+    return idx.get(item.nodeid)
 
 
 @_hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
-    if not _enabled():
+    if not _checkpoints():
         return None
     from _pytest.runner import runtestprotocol
 
@@ -62,7 +118,7 @@ def pytest_runtest_protocol(item, nextitem):
         # nextitem as given: fixtures that the next test does not share are
         # torn down after every repetition, and set up again for the next.
         runtestprotocol(item, log=True, nextitem=nextitem)
-        _probe.checkpoint(item.nodeid, kind="test", rep=i + 1, of=n)
+        _probe.checkpoint(item.nodeid, kind="test", rep=i + 1, of=n, index=_index(item))
         if item.session.shouldfail or item.session.shouldstop:
             break
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
@@ -72,5 +128,5 @@ def pytest_runtest_protocol(item, nextitem):
 @_hookimpl(trylast=True)
 def pytest_sessionfinish(session):
     # After the runner's own sessionfinish tore down what was left.
-    if _enabled():
+    if _checkpoints():
         _probe.checkpoint("session finish", kind="finish")

@@ -40,12 +40,15 @@ pub struct Analysis {
 }
 
 /// Options of an analysis beyond what is yours and the suppressions.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Leave out still-reachable noise records of the final leak check:
     /// `run` asked Valgrind for reachable blocks only to follow blocks
     /// across checkpoint snapshots, not to report them.
     pub hide_noise_reachable: bool,
+    /// Origins found by a re-run with `--track-origins=yes` (`--origins
+    /// auto`): given to the records without one before attribution.
+    pub origins: Option<Arc<super::origins::OriginMap>>,
 }
 
 /// Bounds the error places kept (one per error record, not per occurrence).
@@ -230,7 +233,10 @@ impl Aggregator {
     }
 
     /// Attributes one record, applies the suppressions, and folds it in.
-    pub fn add(&mut self, rec: Record, process: &ProcessInfo) {
+    pub fn add(&mut self, mut rec: Record, process: &ProcessInfo) {
+        if let Some(map) = &self.options.origins {
+            super::origins::fill(&mut rec, map);
+        }
         let t0 = std::time::Instant::now();
         let att = self.attributor.attribute(&rec);
         let t1 = std::time::Instant::now();

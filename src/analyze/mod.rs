@@ -8,7 +8,8 @@
 //! into findings using [`attribute`] (whose code is it), [`fingerprint`]
 //! and [`sources`]; [`checkpoints`] ties mid-run leak snapshots to tests,
 //! [`processes`] relates the processes of a run, [`summary`] counts the
-//! findings and [`accounting`] checks that every record is accounted for.
+//! findings and [`accounting`] checks that every record is accounted for;
+//! [`origins`] carries the origins of a `--origins auto` re-run over.
 
 pub mod accounting;
 pub mod aggregate;
@@ -16,6 +17,7 @@ pub mod attribute;
 pub mod checkpoints;
 pub mod fingerprint;
 pub mod inputs;
+pub mod origins;
 pub mod processes;
 pub mod schedule;
 pub mod sources;

@@ -333,6 +333,7 @@ pub fn analyze_files_with(
             (&units, &inputs, &headers, &spec, &supps);
         let next_ref = &next;
         let observer_ref = &observer;
+        let options_ref = &options;
         std::thread::scope(|sc| {
             for _ in 0..workers {
                 let tx = tx.clone();
@@ -350,7 +351,7 @@ pub fn analyze_files_with(
                             files,
                             spec: spec_ref,
                             observer: observer_ref,
-                            options,
+                            options: options_ref,
                         };
                         let out = run_unit(unit, &shared, &suppressor, &mut interner);
                         if tx.send((u, out)).is_err() {
@@ -411,7 +412,7 @@ struct Shared<'s> {
     files: &'s [PathBuf],
     spec: &'s crate::analyze::attribute::UserSpec,
     observer: &'s Option<Observer>,
-    options: Options,
+    options: &'s Options,
 }
 
 /// Parses and aggregates one unit with its own attributor, and the worker's
@@ -432,7 +433,7 @@ fn run_unit(
     } = *shared;
     let mut agg = Aggregator::new(Attributor::new(spec.clone()), suppressor.clone());
     agg.observer = observer.clone();
-    agg.options = options;
+    agg.options = options.clone();
     let file = &files[unit.file];
     let pidx = unit.file;
     let mut sink = |rec, p: &ProcessInfo| agg.add(rec, p);

@@ -127,6 +127,7 @@ pub(super) fn build_report(
         policy: None,
         baseline: None,
         stopped: None,
+        origins: None,
         per_test: analysis_per_test,
     }
 }

@@ -8,6 +8,7 @@ mod assemble;
 mod config;
 mod lint;
 pub mod manual;
+mod origins;
 pub mod outputs;
 mod report;
 mod run;

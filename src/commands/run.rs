@@ -9,7 +9,7 @@ use super::assemble::build_report;
 use super::config::{load_suppressions, user_spec};
 use super::outputs::Outputs;
 use crate::analyze::{self, attribute::Attributor};
-use crate::cli::RunArgs;
+use crate::cli::{Origins, RunArgs};
 use crate::model::ExitStatus;
 use crate::run::{self, RunConfig};
 
@@ -40,13 +40,18 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     if a.repeat == 0 {
         bail!("--repeat 0: a test must run at least once");
     }
+    let origins_mode = if a.no_track_origins {
+        Origins::No
+    } else {
+        a.origins
+    };
     let cfg = RunConfig {
         valgrind: a.valgrind.clone(),
         num_callers: a.num_callers,
         show_leak_kinds: a.show_leak_kinds.clone(),
         per_test,
         repeat: a.repeat,
-        track_origins: !a.no_track_origins,
+        track_origins: origins_mode == Origins::Yes,
         track_fds: a.track_fds,
         extra_args: a.valgrind_args.clone(),
         cmd: a.cmd.clone(),
@@ -100,16 +105,62 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     }
     let mut exits: HashMap<u64, ExitStatus> = out.exits.clone();
     exits.insert(u64::from(out.pid), out.exit.clone());
-    let mut analysis = analyze::analyze_files_with(
-        &out.xml_files,
-        Attributor::new(spec.clone()),
-        suppressor.clone(),
-        &exits,
-        gen_supp.as_mut().map(|g| g.observer()),
-        analyze::Options {
-            hide_noise_reachable: out.added_reachable,
-        },
-    )?;
+    let options = analyze::Options {
+        hide_noise_reachable: out.added_reachable,
+        origins: None,
+    };
+    let xml_files = out.xml_files.clone();
+    let analyse = |observer, options| {
+        analyze::analyze_files_with(
+            &xml_files,
+            Attributor::new(spec.clone()),
+            suppressor.clone(),
+            &exits,
+            observer,
+            options,
+        )
+    };
+    let mut origins_out = None;
+    let mut analysis = if origins_mode == Origins::Auto {
+        // A first look decides whether a re-run is needed; the analysis
+        // reported (and seen by the suppression writer) is the last one.
+        let first = analyse(None, options.clone())?;
+        let wanting = crate::analyze::origins::wanting(&first.findings);
+        if wanting.is_empty() {
+            origins_out = Some(crate::report::OriginsOut {
+                mode: "auto".into(),
+                ..Default::default()
+            });
+            match gen_supp.as_mut() {
+                Some(g) => analyse(Some(g.observer()), options)?,
+                None => first,
+            }
+        } else {
+            out.end_progress();
+            let found = super::origins::rerun(
+                &cfg,
+                &wanting,
+                Attributor::new(spec.clone()),
+                suppressor.clone(),
+            )?;
+            let wanted = wanting.len();
+            let mut o = found.out;
+            let again = analyse(
+                gen_supp.as_mut().map(|g| g.observer()),
+                analyze::Options {
+                    origins: Some(found.map),
+                    ..options
+                },
+            )?;
+            let still = crate::analyze::origins::wanting(&again.findings).len();
+            o.found = wanted.saturating_sub(still) as u64;
+            notes.extend(super::origins::note(&o));
+            origins_out = Some(o);
+            again
+        }
+    } else {
+        analyse(gen_supp.as_mut().map(|g| g.observer()), options)?
+    };
     if let Some(g) = gen_supp {
         g.write()?;
     }
@@ -155,6 +206,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     );
     report.valgrind_command = out.valgrind_command.clone();
     report.stopped = out.stopped.clone();
+    report.origins = origins_out;
     outputs.finish(&mut report, baseline, &problems);
     out.end_progress();
     outputs.write(&report, &a.report);

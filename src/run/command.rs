@@ -80,14 +80,15 @@ pub(super) fn set_python_malloc(cmd: &mut Command, environment: &mut Vec<String>
 
 /// Per-test checkpoints: the `leakgate_probe` package at `probe` first on
 /// `PYTHONPATH`, its pytest plugin in `PYTEST_PLUGINS` for a pytest target,
-/// `LEAKGATE_REPEAT` for `--repeat`.
+/// `LEAKGATE_REPEAT` for `--repeat`, `LEAKGATE_ONLY_TESTS` for a selection.
 pub(super) fn set_probe(
     cmd: &mut Command,
     environment: &mut Vec<String>,
     probe: &Path,
     pytest: bool,
-    repeat: u32,
+    cfg: &super::RunConfig,
 ) {
+    let repeat = cfg.repeat;
     let mut pp = OsString::from(probe.as_os_str());
     let old = std::env::var_os("PYTHONPATH").filter(|v| !v.is_empty());
     if let Some(old) = &old {
@@ -121,6 +122,30 @@ pub(super) fn set_probe(
             "LEAKGATE_REPEAT={repeat} (set by leakgate: --repeat)"
         ));
     }
+    if pytest && !cfg.only_tests.is_empty() {
+        cmd.env("LEAKGATE_ONLY_TESTS", cfg.only_tests.join("\n"));
+        cmd.env("LEAKGATE_CHECKPOINTS", "0");
+        environment.push(format!(
+            "LEAKGATE_ONLY_TESTS={} LEAKGATE_CHECKPOINTS=0 (set by leakgate: only these tests run, without checkpoints)",
+            cfg.only_tests.join(" ")
+        ));
+    }
+}
+
+/// pytest-xdist: the command prefix the plugin puts before each worker's
+/// Python (`LEAKGATE_XDIST_WORKERS`), for a controller that runs natively.
+pub(super) fn set_xdist_workers(
+    cmd: &mut Command,
+    environment: &mut Vec<String>,
+    valgrind: &Path,
+    args: &[OsString],
+) {
+    let mut prefix = vec![valgrind.display().to_string()];
+    prefix.extend(args.iter().map(|a| a.to_string_lossy().into_owned()));
+    cmd.env("LEAKGATE_XDIST_WORKERS", crate::util::shell_join(&prefix));
+    environment.push(
+        "LEAKGATE_XDIST_WORKERS=valgrind … (set by leakgate: each pytest-xdist worker runs under Valgrind, the controller natively)".into(),
+    );
 }
 
 /// The whole command line, as text for the report.

@@ -67,6 +67,10 @@ pub struct RunConfig {
     /// `--repeat`: how often the pytest plugin runs each test.
     pub repeat: u32,
     pub track_origins: bool,
+    /// pytest node ids: the plugin deselects every other test and takes
+    /// no checkpoints (`LEAKGATE_ONLY_TESTS`, `LEAKGATE_CHECKPOINTS=0`:
+    /// the re-run of `--origins auto`, which wants origins only). Empty: all.
+    pub only_tests: Vec<String>,
     /// `--track-fds=yes`: descriptors left open at exit and bad closes
     /// become XML errors (Valgrind 3.23+).
     pub track_fds: bool,
@@ -96,6 +100,7 @@ impl RunConfig {
             per_test: PerTest::Auto,
             repeat: 1,
             track_origins: true,
+            only_tests: Vec::new(),
             track_fds: false,
             extra_args: Vec::new(),
             cmd,

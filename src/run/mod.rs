@@ -45,8 +45,8 @@ pub use progress::ProgressMode;
 pub use signals::signal_name;
 pub use supervise::{exit_status, parse_duration};
 pub use target::{
-    find_valgrind, is_pytest_target, is_python_target, resolve_target, valgrind_lib_for,
-    valgrind_version,
+    find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target,
+    valgrind_lib_for, valgrind_version,
 };
 
 /// Runs the target under valgrind and waits for it.
@@ -92,8 +92,20 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         None => DEFAULT_SHOW_LEAK_KINDS,
     };
     let args = command::valgrind_args(cfg, &xml, show_leak_kinds);
-    let mut cmd = Command::new(&valgrind);
-    cmd.args(&args).args(&target_argv);
+    // pytest-xdist: the controller runs no test; it runs natively and the
+    // plugin starts each worker under Valgrind (a core and Valgrind's
+    // start-up saved for the workers).
+    let xdist = per_test && is_xdist_target(&cfg.cmd);
+    let mut cmd = if xdist {
+        let mut c = Command::new(&target_argv[0]);
+        c.args(&target_argv[1..]);
+        command::set_xdist_workers(&mut c, &mut environment, &valgrind, &args);
+        c
+    } else {
+        let mut c = Command::new(&valgrind);
+        c.args(&args).args(&target_argv);
+        c
+    };
     if let Some(lib) = &valgrind_lib {
         command::set_valgrind_lib(&mut cmd, &mut environment, lib, &valgrind);
     }
@@ -103,7 +115,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     if per_test {
         let probe =
             crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
-        command::set_probe(&mut cmd, &mut environment, &probe, pytest, cfg.repeat);
+        command::set_probe(&mut cmd, &mut environment, &probe, pytest, cfg);
     }
     let valgrind_command = command::command_text(&valgrind, &args, &target_argv);
     let term = progress::new_term();

@@ -103,6 +103,40 @@ pub fn is_python_target(argv0: &str, resolved: &Path) -> bool {
 
 /// Whether the target runs pytest: `pytest`, `py.test`, `python -m pytest`,
 /// or `python path/to/pytest`.
+/// Whether a pytest command runs pytest-xdist workers: `-n N`, `-nN`,
+/// `--numprocesses N`, `--numprocesses=N` with N other than 0, or `--tx`.
+pub fn is_xdist_target(argv: &[String]) -> bool {
+    if !is_pytest_target(argv) {
+        return false;
+    }
+    let workers = |n: &str| n != "0";
+    let mut it = argv[1..].iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--" => return false,
+            "-n" | "--numprocesses" => {
+                if it.next().is_some_and(|n| workers(n)) {
+                    return true;
+                }
+            }
+            "--tx" => return true,
+            s if s.starts_with("--tx=") => return true,
+            s if s.starts_with("--numprocesses=") => {
+                if workers(&s["--numprocesses=".len()..]) {
+                    return true;
+                }
+            }
+            s if s.starts_with("-n") && s.len() > 2 && !s.starts_with("--") => {
+                if workers(&s[2..]) {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
 pub fn is_pytest_target(argv: &[String]) -> bool {
     let base = |s: &str| s.rsplit('/').next().unwrap_or(s).to_string();
     let Some(first) = argv.first() else {

@@ -26,10 +26,7 @@ fn suite_dir(py: &Path, tmp: &Path) -> PathBuf {
 }
 
 fn has_pytest(py: &Path) -> bool {
-    Command::new(py)
-        .args(["-c", "import pytest"])
-        .output()
-        .is_ok_and(|o| o.status.success())
+    has_module(py, "pytest")
 }
 
 fn pytest_python_or_skip() -> Option<PathBuf> {
@@ -224,7 +221,8 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
     assert!(!junit.contains(r#"name="test_clean""#), "{junit}");
 
     // 2. --repeat 3: per-call leaks grow at every repetition, the cache once.
-    let (code, r3, stderr) = leakgate_json(&dir, &["--repeat", "3"], &pytest);
+    let (code, r3, stderr) =
+        leakgate_json(&dir, &["--repeat", "3", "--junit", "junit3.xml"], &pytest);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(r3["per_test"]["repeat"], 3);
     let per_call = finding(&r3, "Leak_DefinitelyLost", "leak_malloc");
@@ -266,6 +264,153 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
     let f = finding(&plain, "Leak_DefinitelyLost", "leak_malloc");
     assert_eq!(f["bytes"], 48);
     assert!(f["tests"].is_null());
+
+    // 4. pytest-xdist: two workers (Valgrind's traced children) give the
+    // per-test results, growth and JUnit report of the serial run.
+    if !has_module(&py, "xdist") {
+        common::require_or_skip(&format!(
+            "{} cannot import xdist (pytest-xdist)",
+            py.display()
+        ));
+        return;
+    }
+    let mut xdist = pytest.to_vec();
+    xdist.extend(["-n", "2"]);
+    let (code, rx, stderr) =
+        leakgate_json(&dir, &["--repeat", "3", "--junit", "junitx.xml"], &xdist);
+    assert_eq!(code, 1, "{stderr}\n{:#}", rx["verdict"]);
+    // The controller ran natively, each worker under Valgrind.
+    assert!(
+        rx["environment"]
+            .to_string()
+            .contains("LEAKGATE_XDIST_WORKERS"),
+        "{}",
+        rx["environment"]
+    );
+    let pids: std::collections::BTreeSet<u64> = rx["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["pid"].as_u64())
+        .collect();
+    assert!(pids.len() >= 2, "two workers: {:#}", rx["processes"]);
+    assert_eq!(rx["per_test"]["tests"], r3["per_test"]["tests"]);
+    assert_eq!(user_view(&rx), user_view(&r3));
+    assert_eq!(rx["verdict"], r3["verdict"]);
+    // The same testcases and failures (stacks below the user's frames
+    // differ: a worker calls tests through more interpreter frames).
+    let cases = |f: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        text.lines()
+            .map(str::trim)
+            .filter(|l| {
+                ["<testsuite", "<testcase", "<failure"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .map(|l| l.split('>').next().unwrap_or(l).to_string())
+            .collect()
+    };
+    assert_eq!(cases("junitx.xml"), cases("junit3.xml"));
+}
+
+/// `--origins auto` runs without `--track-origins=yes`, re-runs only the
+/// test whose uninitialised value is the user's, and reports what a
+/// `--origins yes` run reports; without per-test checkpoints it re-runs the
+/// whole command.
+#[test]
+fn origins_auto_reruns_only_the_tests_that_need_them() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let Some(py) = pytest_python_or_skip() else {
+        return;
+    };
+    let tmp = common::tempdir();
+    let dir = suite_dir(&py, tmp.path());
+    let pyv = py.to_str().unwrap();
+    let pytest = [
+        pyv,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "uninit_suite.py",
+    ];
+    let (code, auto, stderr) = leakgate_json(&dir, &["--origins", "auto"], &pytest);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        !auto["valgrind_command"]
+            .to_string()
+            .contains("--track-origins"),
+        "{}",
+        auto["valgrind_command"]
+    );
+    let o = &auto["origins"];
+    assert_eq!(o["wanted"], 1, "{o:#}");
+    assert_eq!(o["found"], 1, "{o:#}");
+    assert_eq!(o["rerun"]["scope"], "tests");
+    assert_eq!(
+        o["rerun"]["tests"],
+        serde_json::json!(["uninit_suite.py::test_uninit"])
+    );
+    let uninit = finding(&auto, "UninitCondition", "uninit_branch");
+    let src = dir.join("leakext.c");
+    let alloc = uninit["origin"]
+        .as_array()
+        .and_then(|o| o.iter().find(|f| f["function"] == "uninit_branch"));
+    assert_eq!(
+        alloc.and_then(|f| f["line"].as_u64()),
+        Some(common::marker_line(&src, "@py_uninit_alloc").into()),
+        "{uninit:#}"
+    );
+    let (code, yes, stderr) = leakgate_json(&dir, &[], &pytest);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(yes["origins"].is_null());
+    assert_eq!(user_view(&auto), user_view(&yes));
+    assert_eq!(auto["verdict"], yes["verdict"]);
+
+    // No checkpoints to choose tests by: the whole command again.
+    let (code, whole, stderr) = leakgate_json(
+        &dir,
+        &["--origins", "auto", "--no-per-test"],
+        &[pyv, "-c", "import leakext; leakext.uninit_branch()"],
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(whole["origins"]["rerun"]["scope"], "command");
+    assert_eq!(whole["origins"]["found"], 1);
+    let uninit = finding(&whole, "UninitCondition", "uninit_branch");
+    assert!(uninit["origin"].is_array(), "{uninit:#}");
+}
+
+fn has_module(py: &Path, module: &str) -> bool {
+    Command::new(py)
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// What a user sees of their findings, without run-specific details (pids,
+/// record counts): kind, place, bytes, gate, tests and growth.
+fn user_view(r: &Value) -> Vec<String> {
+    let mut v: Vec<String> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "user")
+        .map(|f| {
+            serde_json::json!({
+                "kind": f["kind"], "location": f["location"], "bytes": f["bytes"],
+                "blocks": f["blocks"], "count": f["count"], "gated": f["gated"],
+                "tests": f["tests"], "growth": f["growth"], "per_call": f["per_call"],
+                "origin": f["origin"],
+            })
+            .to_string()
+        })
+        .collect();
+    v.sort();
+    v
 }
 
 #[test]

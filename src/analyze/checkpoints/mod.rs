@@ -47,6 +47,11 @@ pub struct Marker {
     pub rep: Option<u32>,
     #[serde(default)]
     pub of: Option<u32>,
+    /// A pytest test's position in the collected session (the same in
+    /// every pytest-xdist worker): orders the tests of parallel workers as
+    /// a serial run would.
+    #[serde(default)]
+    pub index: Option<u64>,
     /// On the first marker of a process: CPython's free lists, `off` or why
     /// they stayed on (see `free_lists_off` in the probe).
     #[serde(default)]
@@ -170,6 +175,7 @@ impl Timeline {
             }
             last_marker.push(last);
         }
+        serial_order(&mut order, &markers);
         // Repetitions actually run, per test label.
         let mut reps_run: HashMap<String, u32> = HashMap::new();
         for c in &order {
@@ -209,6 +215,62 @@ impl Timeline {
             .and_then(|l| l.get(s.msgs as usize).copied().flatten());
         (s.process, m.unwrap_or(UNMARKED))
     }
+}
+
+/// Orders the checkpoints of several processes as one serial run would
+/// have taken them: every `start` first, then the tests by their index in
+/// the collected session (pytest-xdist workers run them interleaved; a
+/// marker without an index takes that of the test before it in its
+/// process), then every `finish`. Only when tests with indices come from
+/// more than one process: otherwise file order stands.
+fn serial_order(order: &mut [Ckpt], markers: &HashMap<Ckpt, Marker>) {
+    let indexed: HashSet<usize> = order
+        .iter()
+        .filter(|c| markers[c].index.is_some())
+        .map(|c| c.0)
+        .collect();
+    if indexed.len() < 2 {
+        return;
+    }
+    // A marker without an index (a `checkpoint()` inside a test) takes the
+    // index of the next test marker of its process (the test it ran in),
+    // or of the one before it at the end.
+    let mut idx: HashMap<Ckpt, u64> = HashMap::with_capacity(order.len());
+    let (mut next, mut prev): (Option<(usize, u64)>, HashMap<usize, u64>) = (None, HashMap::new());
+    for c in order.iter() {
+        if let Some(i) = markers[c].index {
+            prev.insert(c.0, i);
+        } else if let Some(&i) = prev.get(&c.0) {
+            idx.insert(*c, i);
+        }
+    }
+    for c in order.iter().rev() {
+        if next.is_some_and(|n| n.0 != c.0) {
+            next = None;
+        }
+        match markers[c].index {
+            Some(i) => next = Some((c.0, i)),
+            None => {
+                if let Some((_, i)) = next {
+                    idx.insert(*c, i);
+                }
+            }
+        }
+        if let Some(i) = markers[c].index {
+            idx.insert(*c, i);
+        }
+    }
+    let key = |c: &Ckpt| {
+        let phase = match markers[c].kind.as_str() {
+            "start" => 0u8,
+            "finish" => 2,
+            _ => 1,
+        };
+        (phase, idx.get(c).copied().unwrap_or(0))
+    };
+    // Stable: ties (the same test's repetitions, the markers of processes
+    // without indices) keep file order, process by process.
+    order.sort_by_key(key);
 }
 
 /// What the checkpoints say about each finding: fills `tests`, `growth`

@@ -259,3 +259,60 @@ fn hostile_deltas_saturate_instead_of_panicking_or_wrapping() {
     // Every share saturated instead of wrapping to a small or negative number.
     assert!(!fl.tests.is_empty());
 }
+
+#[test]
+fn xdist_workers_are_ordered_like_a_serial_run() {
+    // Two pytest-xdist workers, each with its start and finish, ran the
+    // collected tests 0..4 interleaved; a plain checkpoint() in test 2
+    // stays with it.
+    let mk = |kind: &str, label: &str, index: Option<u64>| {
+        let idx = index.map(|i| format!(",\"index\":{i}")).unwrap_or_default();
+        format!("leakgate-checkpoint {{\"v\":1,\"kind\":\"{kind}\",\"label\":\"{label}\"{idx}}}")
+    };
+    let w0 = vec![
+        mk("start", "collection", None),
+        mk("test", "t1", Some(1)),
+        mk("test", "t2", Some(2)),
+        mk("finish", "session finish", None),
+    ];
+    let w1 = vec![
+        mk("start", "collection", None),
+        mk("test", "t0", Some(0)),
+        mk("checkpoint", "inside t3", None),
+        mk("test", "t3", Some(3)),
+        mk("finish", "session finish", None),
+    ];
+    let msgs: Vec<&[String]> = vec![&w0, &w1];
+    let tl = Timeline::read(&msgs, &[Some(10), Some(11)]);
+    let labels: Vec<&str> = tl
+        .order
+        .iter()
+        .map(|c| tl.markers[c].label.as_str())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "collection",
+            "collection",
+            "t0",
+            "t1",
+            "t2",
+            "inside t3",
+            "t3",
+            "session finish",
+            "session finish"
+        ]
+    );
+    // One process: file order, whatever the indices say.
+    let one: Vec<&[String]> = vec![&w1];
+    let tl = Timeline::read(&one, &[Some(11)]);
+    let labels: Vec<&str> = tl
+        .order
+        .iter()
+        .map(|c| tl.markers[c].label.as_str())
+        .collect();
+    assert_eq!(
+        labels,
+        ["collection", "t0", "inside t3", "t3", "session finish"]
+    );
+}

@@ -1,0 +1,124 @@
+//! `leakgate run --origins auto`: the re-run that finds the origins of the
+//! uninitialised-value errors in the user's code. The first run went
+//! without `--track-origins=yes`; this re-runs only what had such errors
+//! (the pytest tests they first occurred in, known from the checkpoints,
+//! or else the whole command) with it, and returns the origins found, for
+//! the first run's XML to be analysed again with them
+//! (`analyze::origins`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use crate::analyze::{self, attribute::Attributor, origins};
+use crate::report::{Finding, OriginsOut, RerunOut};
+use crate::run::{self, RunConfig};
+use crate::suppress::Suppressor;
+
+/// What the re-run found: the origins, and what the report says about it.
+pub(super) struct Found {
+    pub map: Arc<origins::OriginMap>,
+    pub out: OriginsOut,
+}
+
+/// Re-runs `cfg` with `--track-origins=yes`, restricted to the pytest
+/// tests of `wanting` when all of them are tied to tests.
+pub(super) fn rerun(
+    cfg: &RunConfig,
+    wanting: &[&Finding],
+    attributor: Attributor,
+    suppressor: Arc<Suppressor>,
+) -> Result<Found> {
+    let tests = origins::tests_to_rerun(wanting);
+    let mut again = cfg.clone();
+    again.track_origins = true;
+    again.repeat = 1;
+    again.only_tests = tests.clone().unwrap_or_default();
+    // Origins only: no leak check at exit (nor checkpoints, see
+    // `RunConfig::only_tests`; a whole-command re-run takes none either).
+    again.extra_args.push("--leak-check=no".into());
+    if tests.is_none() {
+        again.per_test = run::PerTest::Off;
+    }
+    let what = match &tests {
+        Some(t) => crate::util::plural(t.len() as u64, "test", "tests"),
+        None => "the whole command".to_string(),
+    };
+    if !matches!(cfg.progress, run::ProgressMode::Never) {
+        eprintln!(
+            "leakgate: {} in your code without an origin: re-running {what} with --track-origins=yes",
+            crate::util::plural(
+                wanting.len() as u64,
+                "uninitialised-value finding",
+                "uninitialised-value findings"
+            )
+        );
+    }
+    let started = Instant::now();
+    let mut out = run::run(&again)?;
+    out.analysing();
+    let (observer, map) = origins::collector();
+    // The re-run's own findings are not reported: the first run has them
+    // all; only its origins are kept.
+    let mut exits = out.exits.clone();
+    exits.insert(u64::from(out.pid), out.exit.clone());
+    let _ = analyze::analyze_files_with(
+        &out.xml_files,
+        attributor,
+        suppressor,
+        &exits,
+        Some(observer),
+        analyze::Options::default(),
+    )?;
+    out.end_progress();
+    let seconds = started.elapsed().as_secs_f64();
+    let map = Arc::new(std::mem::take(
+        &mut *map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    ));
+    Ok(Found {
+        map,
+        out: OriginsOut {
+            mode: "auto".into(),
+            wanted: wanting.len() as u64,
+            found: 0,
+            rerun: Some(RerunOut {
+                scope: if tests.is_some() { "tests" } else { "command" }.into(),
+                tests: tests.unwrap_or_default(),
+                seconds: (seconds * 10.0).round() / 10.0,
+                target_exit: out.exit.clone(),
+            }),
+        },
+    })
+}
+
+/// The report's note on the re-run.
+pub(super) fn note(o: &OriginsOut) -> Option<String> {
+    let r = o.rerun.as_ref()?;
+    let what = match r.scope.as_str() {
+        "tests" => format!(
+            "{} ({})",
+            crate::util::plural(r.tests.len() as u64, "test", "tests"),
+            r.tests.join(", ")
+        ),
+        _ => "the whole command".into(),
+    };
+    Some(format!(
+        "--origins auto: {} in your code had no origin; re-ran {what} with --track-origins=yes ({:.1} s): {} of {} got {}",
+        crate::util::plural(
+            o.wanted,
+            "uninitialised-value finding",
+            "uninitialised-value findings"
+        ),
+        r.seconds,
+        o.found,
+        o.wanted,
+        if o.found == 1 {
+            "its origin"
+        } else {
+            "their origins"
+        }
+    ))
+}
