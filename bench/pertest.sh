@@ -15,7 +15,8 @@
 #   xdist:   `-n 2` to pytest (pytest-xdist);
 #   origins: `--origins auto` to leakgate run;
 #   both:    both.
-# Prints a table of medians (wall seconds), the ratio to serial, leakgate's exit
+# Prints a table of medians (wall seconds; the ratio to serial; CPU seconds,
+# user + system of leakgate, Valgrind and every traced process), leakgate's exit
 # codes, and whether each configuration's user findings (kind, location, bytes,
 # blocks, count, tests with their bytes, growth; bench/pertest_compare.py) are
 # those of serial's first run (the differences are printed below the table).
@@ -23,8 +24,10 @@
 # without --origins) is printed as n/a.
 # Usage: [PYTHON=python] bench/pertest.sh [RUNS]   (default 3; PYTHON defaults
 #        to python3 and needs pytest, and pytest-xdist for -n 2; needs
-#        valgrind and a C compiler; one round of both suites takes ~4-8 min
-#        on 2 cores; work files in ${TMPDIR:-/tmp}/leakgate-bench-pertest)
+#        valgrind and a C compiler; work files in
+#        ${TMPDIR:-/tmp}/leakgate-bench-pertest. One round of serial and -n 2
+#        on both suites took 7.5 min on 2 cores: 4 configurations x 3 runs,
+#        the default, take about 45 min)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS="${1:-3}"
@@ -38,15 +41,14 @@ if ! "$PY" -c 'import pytest' 2>/dev/null; then
 fi
 
 # Which configurations can run.
-declare -A NA
-if ! "$PY" -c 'import xdist' 2>/dev/null; then
-    NA[xdist]="n/a (no pytest-xdist: $PY cannot import xdist)"
-    NA[both]="${NA[xdist]}"
-fi
+declare -A WHY NA
+"$PY" -c 'import xdist' 2>/dev/null || WHY[xdist]="no pytest-xdist: $PY cannot import xdist"
 LG_HELP=$("$LG" run --help)
-if [[ "$LG_HELP" != *--origins* ]]; then
-    NA[origins]="n/a (leakgate has no --origins)"
-    NA[both]="${NA[both]:+${NA[both]}; }${NA[origins]}"
+[[ "$LG_HELP" == *--origins* ]] || WHY[origins]="leakgate has no --origins"
+[ -z "${WHY[xdist]:-}" ] || NA[xdist]="n/a (${WHY[xdist]})"
+[ -z "${WHY[origins]:-}" ] || NA[origins]="n/a (${WHY[origins]})"
+if [ -n "${WHY[xdist]:-}${WHY[origins]:-}" ]; then
+    NA[both]="n/a (${WHY[xdist]:-}${WHY[xdist]:+${WHY[origins]:+; }}${WHY[origins]:-})"
 fi
 CONFIGS=(serial xdist origins both)
 declare -A LABEL=([serial]="serial default" [xdist]="-n 2" [origins]="--origins auto" [both]="-n 2 --origins auto")
@@ -64,8 +66,9 @@ SUITES=(small large)
 declare -A FILES=([small]="test_suite.py test_grow.py")
 FILES[large]=$(cd bench/pertest-suite && echo test_*.py)
 
-declare -A T RC
-# measure SUITE CONFIG ROUND: one leakgate run; wall seconds and exit code appended.
+declare -A T C RC
+# measure SUITE CONFIG ROUND: one leakgate run; wall and CPU (user + system,
+# all processes) seconds and exit code appended.
 measure() {
     local suite="$1" cfg="$2" i="$3" rc=0
     local lgflags=() pyflags=()
@@ -76,12 +79,15 @@ measure() {
     esac
     # shellcheck disable=SC2086 # FILES are plain file names
     (cd "$WORK/$suite" && env -u PYTEST_PLUGINS -u PYTHONPATH -u PYTHONMALLOC PYTHONDONTWRITEBYTECODE=1 \
-        /usr/bin/time -o "$WORK/time.out" -f %e \
+        /usr/bin/time -o "$WORK/time.out" -f '%e %U %S' \
         "$LG" run --format json -o "$WORK/$suite.$cfg.$i.json" "${lgflags[@]}" -- \
         "$PY" -m pytest -q -p no:cacheprovider "${pyflags[@]}" ${FILES[$suite]} \
         >"$WORK/$suite.$cfg.$i.log" 2>&1) || rc=$?
     # leakgate exits 1 when the gate fails: that is a result, not an error.
-    T[$suite.$cfg]+="$(tail -n1 "$WORK/time.out") "
+    local out
+    out=$(tail -n1 "$WORK/time.out")
+    T[$suite.$cfg]+="${out%% *} "
+    C[$suite.$cfg]+="$(awk '{print $2 + $3}' <<<"$out") "
     RC[$suite.$cfg]+="$rc "
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -119,8 +125,8 @@ ntests() { "$PY" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["p
 echo
 echo "leakgate $("$LG" --version | awk 'NR == 1 {print $2}'), $("$PY" -c 'import platform, pytest; print("Python", platform.python_version(), "pytest", pytest.__version__)'), $(nproc) cores, medians of $RUNS runs"
 echo
-echo "| suite (tests)  | configuration        | wall (s) | vs serial | leakgate exit | findings vs serial |"
-echo "|----------------|----------------------|----------|-----------|---------------|--------------------|"
+echo "| suite (tests)  | configuration        | wall (s) | vs serial | CPU (s) | leakgate exit | findings vs serial |"
+echo "|----------------|----------------------|----------|-----------|---------|---------------|--------------------|"
 for suite in "${SUITES[@]}"; do
     name="$suite ($(ntests "$WORK/$suite.serial.1.json"))"
     s=$(median <<<"${T[$suite.serial]}")
@@ -130,11 +136,13 @@ for suite in "${SUITES[@]}"; do
             continue
         fi
         t=$(median <<<"${T[$suite.$cfg]}")
+        cpu=$(median <<<"${C[$suite.$cfg]}")
         codes=$(tr ' ' '\n' <<<"${RC[$suite.$cfg]}" | grep -v '^$' | sort -u | paste -sd/)
         cmp="${CMP[$suite.$cfg]}"
         [ "$cfg" != serial ] || [ "$RUNS" -gt 1 ] || cmp="(baseline)"
-        awk -v n="$name" -v l="${LABEL[$cfg]}" -v t="$t" -v s="$s" -v c="$codes" -v m="$cmp" 'BEGIN {
-            printf "| %-14s | %-20s | %8.1f | %8.2fx | %13s | %-18s |\n", n, l, t, t / s, c, m }'
+        awk -v n="$name" -v l="${LABEL[$cfg]}" -v t="$t" -v s="$s" -v u="$cpu" -v c="$codes" -v m="$cmp" 'BEGIN {
+            r = s > 0 ? sprintf("%8.2fx", t / s) : "        -";
+            printf "| %-14s | %-20s | %8.1f | %s | %7.1f | %13s | %-18s |\n", n, l, t, r, u, c, m }'
     done
 done
 echo
