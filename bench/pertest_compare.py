@@ -1,0 +1,71 @@
+"""pertest_compare.py - compares the user findings of two leakgate JSON reports
+(bench/pertest.sh: a configuration's run against the serial default run).
+
+Usage: python3 bench/pertest_compare.py BASE.json OTHER.json
+Compares, for every finding with category "user": (kind, category,
+location.file, location.line, location.function, bytes, blocks, count), its
+`tests` (test name and bytes, order-insensitive) and `growth`, as multisets.
+Prints "OK" and exits 0 when they are identical; else prints the findings
+only in BASE ("-") and only in OTHER ("+") and exits 1. Exit 2: a report
+cannot be read. Standard library only.
+"""
+import collections
+import json
+import sys
+
+
+def signature(f):
+    loc = f.get("location") or {}
+    tests = tuple(sorted((t.get("test"), t.get("bytes")) for t in f.get("tests") or []))
+    return (
+        f.get("kind"),
+        f.get("category"),
+        loc.get("file"),
+        loc.get("line"),
+        loc.get("function"),
+        f.get("bytes"),
+        f.get("blocks"),
+        f.get("count"),
+        tests,
+        f.get("growth"),
+    )
+
+
+def user_findings(path):
+    with open(path, encoding="utf-8") as fh:
+        report = json.load(fh)
+    return collections.Counter(
+        signature(f) for f in report.get("findings", []) if f.get("category") == "user"
+    )
+
+
+def show(sig):
+    kind, _cat, file, line, fn, nbytes, blocks, count, tests, growth = sig
+    t = ", ".join(f"{name} ({b} B)" for name, b in tests) or "no tests"
+    return (
+        f"{kind} at {file}:{line} in {fn}: bytes={nbytes} blocks={blocks} "
+        f"count={count} growth={growth}; tests: {t}"
+    )
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(next(x for x in __doc__.splitlines() if x.startswith("Usage")), file=sys.stderr)
+        return 2
+    try:
+        base, other = user_findings(argv[1]), user_findings(argv[2])
+    except (OSError, ValueError) as e:
+        print(f"pertest_compare: cannot read a report: {e}", file=sys.stderr)
+        return 2
+    if base == other:
+        print("OK")
+        return 0
+    for sig, n in sorted((base - other).items(), key=repr):
+        print(f"- {show(sig)}" + (f" (x{n})" if n > 1 else ""))
+    for sig, n in sorted((other - base).items(), key=repr):
+        print(f"+ {show(sig)}" + (f" (x{n})" if n > 1 else ""))
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
