@@ -4,7 +4,8 @@
 Usage: python3 bench/pertest_compare.py BASE.json OTHER.json
 Compares, for every finding with category "user": (kind, category,
 location.file, location.line, location.function, bytes, blocks, count), its
-`tests` (test name and bytes, order-insensitive) and `growth`, as multisets.
+`tests` (test name and bytes, order-insensitive), `growth` and its origin
+(the --track-origins stack's frames as function:line), as multisets.
 Prints "OK" and exits 0 when they are identical; else prints the findings
 only in BASE ("-") and only in OTHER ("+") and exits 1. Exit 2: a report
 cannot be read. Standard library only.
@@ -17,6 +18,7 @@ import sys
 def signature(f):
     loc = f.get("location") or {}
     tests = tuple(sorted((t.get("test"), t.get("bytes")) for t in f.get("tests") or []))
+    origin = tuple(f"{o.get('function')}:{o.get('line')}" for o in f.get("origin") or [])
     return (
         f.get("kind"),
         f.get("category"),
@@ -28,6 +30,7 @@ def signature(f):
         f.get("count"),
         tests,
         f.get("growth"),
+        origin,
     )
 
 
@@ -40,11 +43,11 @@ def user_findings(path):
 
 
 def show(sig):
-    kind, _cat, file, line, fn, nbytes, blocks, count, tests, growth = sig
+    kind, _cat, file, line, fn, nbytes, blocks, count, tests, growth, origin = sig
     t = ", ".join(f"{name} ({b} B)" for name, b in tests) or "no tests"
     return (
         f"{kind} at {file}:{line} in {fn}: bytes={nbytes} blocks={blocks} "
-        f"count={count} growth={growth}; tests: {t}"
+        f"count={count} growth={growth}; tests: {t}; origin: {' < '.join(origin[:3]) or 'none'}"
     )
 
 

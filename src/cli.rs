@@ -51,6 +51,9 @@ pub enum Command {
     /// Analyse Valgrind XML files produced elsewhere (files, or directories of *.xml).
     #[command(after_help = EXIT_CODES)]
     Analyze(AnalyzeArgs),
+    /// Merge the JSON reports of shards (CI jobs that each ran part of a suite with `run --format json`) into one report and one verdict.
+    #[command(after_help = EXIT_CODES)]
+    Merge(MergeArgs),
     /// Check suppression files the way Valgrind reads them; list every problem (exit 0 fine, 2 errors).
     Lint(LintArgs),
     /// The suppression files bundled with leakgate.
@@ -308,6 +311,18 @@ pub struct AnalyzeArgs {
     /// Valgrind XML files (plain or .zst), or directories whose *.xml files are read.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Where the shards were run: source roots, objects and suppressions do
+    /// not apply again (each shard applied its own); the policy, baseline and
+    /// outputs are the merge's.
+    #[command(flatten)]
+    pub report: ReportArgs,
+    /// JSON reports written by `leakgate run --format json -o FILE` (two or more).
+    #[arg(required = true, value_name = "REPORT", num_args = 1..)]
+    pub reports: Vec<PathBuf>,
 }
 
 /// Output format of `leakgate report`.

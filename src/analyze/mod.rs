@@ -9,7 +9,8 @@
 //! and [`sources`]; [`checkpoints`] ties mid-run leak snapshots to tests,
 //! [`processes`] relates the processes of a run, [`summary`] counts the
 //! findings and [`accounting`] checks that every record is accounted for;
-//! [`origins`] carries the origins of a `--origins auto` re-run over.
+//! [`origins`] carries the origins of a `--origins auto` re-run over;
+//! [`merge`] folds the saved reports of shards into one.
 
 pub mod accounting;
 pub mod aggregate;
@@ -17,6 +18,7 @@ pub mod attribute;
 pub mod checkpoints;
 pub mod fingerprint;
 pub mod inputs;
+pub mod merge;
 pub mod origins;
 pub mod processes;
 pub mod schedule;

@@ -8,6 +8,7 @@ mod assemble;
 mod config;
 mod lint;
 pub mod manual;
+mod merge;
 mod origins;
 pub mod outputs;
 mod report;
@@ -85,6 +86,7 @@ fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Run(a) => run::run(a),
         Command::Analyze(a) => analyze::analyze(a),
+        Command::Merge(a) => merge::merge(a),
         Command::Lint(a) => lint::lint(a),
         Command::Suppressions(c) => suppressions::suppressions(c),
         Command::Suppress(a) => suppress_cmd::suppress(a),

@@ -13,36 +13,7 @@ use crate::report::{Report, SCHEMA_VERSION};
 /// `leakgate report JSON`: renders a saved JSON report again (HTML, text or
 /// JSON). Exits 0 when it could; the report's own verdict is in the output.
 pub(super) fn report(a: crate::cli::ReportFileArgs) -> Result<i32> {
-    // A saved report is a few MB; an endless input (/dev/zero) is refused.
-    const MAX_REPORT: u64 = 1 << 30;
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    if a.input.as_os_str() == "-" {
-        std::io::stdin()
-            .take(MAX_REPORT + 1)
-            .read_to_end(&mut bytes)
-            .context("cannot read standard input")?;
-    } else {
-        std::fs::File::open(&a.input)
-            .and_then(|f| f.take(MAX_REPORT + 1).read_to_end(&mut bytes))
-            .with_context(|| format!("cannot read {}", a.input.display()))?;
-    }
-    if bytes.len() as u64 > MAX_REPORT {
-        bail!(
-            "{}: larger than 1 GiB, not a leakgate JSON report",
-            a.input.display()
-        );
-    }
-    let mut report: Report = serde_json::from_slice(&bytes)
-        .with_context(|| format!("{}: not a leakgate JSON report", a.input.display()))?;
-    gate::restore(&mut report);
-    if report.schema_version > SCHEMA_VERSION {
-        bail!(
-            "{}: schema_version {} is newer than this leakgate reads ({SCHEMA_VERSION})",
-            a.input.display(),
-            report.schema_version
-        );
-    }
+    let report = read_report(&a.input)?;
     let roots = canonical_roots(&a.src_roots)?;
     let html_opts = render::html::HtmlOptions {
         src_roots: roots,
@@ -70,4 +41,40 @@ pub(super) fn report(a: crate::cli::ReportFileArgs) -> Result<i32> {
     };
     write_or_print(a.output.as_deref(), &text).map_err(anyhow::Error::msg)?;
     Ok(crate::exit::PASS)
+}
+
+/// Reads a saved JSON report (`-` for standard input), with the gate's
+/// marks back (`gate::restore`).
+pub(super) fn read_report(input: &std::path::Path) -> Result<Report> {
+    // A saved report is a few MB; an endless input (/dev/zero) is refused.
+    const MAX_REPORT: u64 = 1 << 30;
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    if input.as_os_str() == "-" {
+        std::io::stdin()
+            .take(MAX_REPORT + 1)
+            .read_to_end(&mut bytes)
+            .context("cannot read standard input")?;
+    } else {
+        std::fs::File::open(input)
+            .and_then(|f| f.take(MAX_REPORT + 1).read_to_end(&mut bytes))
+            .with_context(|| format!("cannot read {}", input.display()))?;
+    }
+    if bytes.len() as u64 > MAX_REPORT {
+        bail!(
+            "{}: larger than 1 GiB, not a leakgate JSON report",
+            input.display()
+        );
+    }
+    let mut report: Report = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{}: not a leakgate JSON report", input.display()))?;
+    gate::restore(&mut report);
+    if report.schema_version > SCHEMA_VERSION {
+        bail!(
+            "{}: schema_version {} is newer than this leakgate reads ({SCHEMA_VERSION})",
+            input.display(),
+            report.schema_version
+        );
+    }
+    Ok(report)
 }

@@ -265,7 +265,39 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
     assert_eq!(f["bytes"], 48);
     assert!(f["tests"].is_null());
 
-    // 4. pytest-xdist: two workers (Valgrind's traced children) give the
+    // 4. Two shards (CI jobs), merged: the unsharded run's results.
+    let shard = |name: &str, files: &[&str], k: &str| {
+        let mut cmd = pytest[..6].to_vec();
+        cmd.extend(files);
+        cmd.extend(["-k", k]);
+        let (code, _, stderr) = leakgate_json(&dir, &[], &cmd);
+        assert_eq!(code, 1, "{stderr}");
+        std::fs::copy(dir.join("leakgate-report.json"), dir.join(name)).unwrap();
+    };
+    shard("shard1.json", &["test_suite.py"], "not param");
+    shard(
+        "shard2.json",
+        &["test_suite.py", "test_grow.py"],
+        "param or grows",
+    );
+    let out = Command::new(common::leakgate_bin())
+        .current_dir(&dir)
+        .args(["merge", "--format", "json", "-o", "merged.json"])
+        .args(["--junit", "junit-merged.xml", "shard1.json", "shard2.json"])
+        .output()
+        .unwrap();
+    let merged: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("merged.json")).unwrap()).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{:#}", merged["verdict"]);
+    assert_eq!(merged["per_test"]["tests"], r["per_test"]["tests"]);
+    assert_eq!(user_view(&merged), user_view(&r));
+    assert_eq!(merged["verdict"], r["verdict"]);
+    assert_eq!(
+        junit_cases(&dir, "junit-merged.xml"),
+        junit_cases(&dir, "junit.xml")
+    );
+
+    // 5. pytest-xdist: two workers (Valgrind's traced children) give the
     // per-test results, growth and JUnit report of the serial run.
     if !has_module(&py, "xdist") {
         common::require_or_skip(&format!(
@@ -299,19 +331,10 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
     assert_eq!(rx["verdict"], r3["verdict"]);
     // The same testcases and failures (stacks below the user's frames
     // differ: a worker calls tests through more interpreter frames).
-    let cases = |f: &str| -> Vec<String> {
-        let text = std::fs::read_to_string(dir.join(f)).unwrap();
-        text.lines()
-            .map(str::trim)
-            .filter(|l| {
-                ["<testsuite", "<testcase", "<failure"]
-                    .iter()
-                    .any(|p| l.starts_with(p))
-            })
-            .map(|l| l.split('>').next().unwrap_or(l).to_string())
-            .collect()
-    };
-    assert_eq!(cases("junitx.xml"), cases("junit3.xml"));
+    assert_eq!(
+        junit_cases(&dir, "junitx.xml"),
+        junit_cases(&dir, "junit3.xml")
+    );
 }
 
 /// `--origins auto` runs without `--track-origins=yes`, re-runs only the
@@ -382,6 +405,22 @@ fn origins_auto_reruns_only_the_tests_that_need_them() {
     assert_eq!(whole["origins"]["found"], 1);
     let uninit = finding(&whole, "UninitCondition", "uninit_branch");
     assert!(uninit["origin"].is_array(), "{uninit:#}");
+}
+
+/// A JUnit report's suites, testcases and failure messages (the stacks
+/// in the failures' text differ between runs below the user's frames: an
+/// xdist worker calls tests through more interpreter frames).
+fn junit_cases(dir: &Path, file: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    text.lines()
+        .map(str::trim)
+        .filter(|l| {
+            ["<testsuite", "<testcase", "<failure"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .map(|l| l.split('>').next().unwrap_or(l).to_string())
+        .collect()
 }
 
 fn has_module(py: &Path, module: &str) -> bool {

@@ -1,0 +1,235 @@
+//! Shards folded into one report (`leakgate merge`): the saved JSON reports
+//! of `leakgate run` on parts of a suite (CI jobs of a matrix) become the
+//! report of the whole, as the aggregator folds records into findings.
+//!
+//! Findings are the same finding when kind, category, fingerprint and line
+//! agree; their bytes, blocks, counts and records add up, their pids and
+//! processes join, and their per-test shares join by test (a test that ran
+//! in two shards, or the `start`/`finish`/`outside` shares every shard has,
+//! add up), with the growth derived again as the tracker derives it. The
+//! per-test section lists the shards' tests in shard order. The summary's
+//! record counts add up and its user and noise parts are computed again.
+//! The gate is not merged: the caller decides the merged report again.
+
+use std::collections::HashMap;
+
+use super::summary::summarize;
+use crate::report::{BytesBlocks, Finding, Growth, PerTestOut, Report, TestShare};
+
+/// Folds `shards` (at least one) into one report; the verdict, policy and
+/// baseline are left to the caller.
+pub fn merge(mut shards: Vec<Report>) -> Report {
+    let mut out = shards.remove(0);
+    out.mode = "merge".into();
+    for s in shards {
+        fold(&mut out, s);
+    }
+    for f in &mut out.findings {
+        f.gated = None;
+        f.fails = false;
+        f.baseline = None;
+        if !f.tests.is_empty() {
+            regrow(f);
+        }
+    }
+    summarize(&mut out.summary, &out.findings);
+    out.policy = None;
+    out.baseline = None;
+    out
+}
+
+fn fold(out: &mut Report, s: Report) {
+    out.command.push("+".into());
+    out.command.extend(s.command);
+    for e in s.environment {
+        if !out.environment.contains(&e) {
+            out.environment.push(e);
+        }
+    }
+    if out
+        .target_exit
+        .as_ref()
+        .is_none_or(|e| *e == crate::model::ExitStatus::Code(0))
+        && s.target_exit.is_some()
+    {
+        out.target_exit = s.target_exit;
+    }
+    out.processes.extend(s.processes);
+    for n in s.notes {
+        if !out.notes.contains(&n) {
+            out.notes.push(n);
+        }
+    }
+    for r in s.src_roots {
+        if !out.src_roots.contains(&r) {
+            out.src_roots.push(r);
+        }
+    }
+    if out.stopped.is_none() {
+        out.stopped = s.stopped;
+    }
+    // Findings.
+    let key = |f: &Finding| {
+        (
+            f.kind.clone(),
+            f.category,
+            f.fingerprint.clone(),
+            f.location.as_ref().and_then(|l| l.line),
+        )
+    };
+    let mut index: HashMap<_, usize> = out
+        .findings
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (key(f), i))
+        .collect();
+    for f in s.findings {
+        match index.get(&key(&f)) {
+            Some(&i) => add_finding(&mut out.findings[i], f),
+            None => {
+                index.insert(key(&f), out.findings.len());
+                out.findings.push(f);
+            }
+        }
+    }
+    // Summary record counts (user and noise are computed from the findings).
+    let (a, b) = (&mut out.summary, s.summary);
+    a.records = a.records.saturating_add(b.records);
+    for (k, n) in b.records_by_kind {
+        *a.records_by_kind.entry(k).or_default() += n;
+    }
+    let (sa, sb) = (&mut a.suppressed, b.suppressed);
+    sa.records = sa.records.saturating_add(sb.records);
+    sa.undecidable = sa.undecidable.saturating_add(sb.undecidable);
+    sa.loaded = sa.loaded.max(sb.loaded);
+    for (k, n) in sb.by_suppression {
+        *sa.by_suppression.entry(k).or_default() += n;
+    }
+    for (k, n) in sb.undecidable_by_suppression {
+        *sa.undecidable_by_suppression.entry(k).or_default() += n;
+    }
+    if let (Some(ua), Some(ub)) = (&mut sa.unused, sb.unused) {
+        // Unused in the merge: unused in every shard.
+        ua.retain(|x| ub.contains(x));
+    }
+    out.per_test = match (out.per_test.take(), s.per_test) {
+        (Some(a), Some(b)) => Some(merge_per_test(a, b)),
+        (a, b) => a.or(b),
+    };
+}
+
+fn add(a: &mut Option<u64>, b: Option<u64>) {
+    if let Some(b) = b {
+        *a = Some(a.unwrap_or(0).saturating_add(b));
+    }
+}
+
+fn add_finding(a: &mut Finding, b: Finding) {
+    add(&mut a.bytes, b.bytes);
+    add(&mut a.direct_bytes, b.direct_bytes);
+    add(&mut a.blocks, b.blocks);
+    a.count = a.count.saturating_add(b.count);
+    a.records = a.records.saturating_add(b.records);
+    for p in b.pids {
+        if !a.pids.contains(&p) {
+            a.pids.push(p);
+        }
+    }
+    a.processes.extend(b.processes);
+    a.inherited_by.extend(b.inherited_by);
+    if a.origin.is_none() {
+        a.origin = b.origin;
+    }
+    for t in b.tests {
+        match a
+            .tests
+            .iter_mut()
+            .find(|x| x.test == t.test && x.kind == t.kind)
+        {
+            Some(x) => {
+                x.bytes = x.bytes.saturating_add(t.bytes);
+                x.blocks = x.blocks.saturating_add(t.blocks);
+                x.errors = x.errors.saturating_add(t.errors);
+                if x.repetitions.len() < t.repetitions.len() {
+                    x.repetitions
+                        .resize(t.repetitions.len(), BytesBlocks::default());
+                }
+                for (r, s) in x.repetitions.iter_mut().zip(&t.repetitions) {
+                    r.bytes = r.bytes.saturating_add(s.bytes);
+                    r.blocks = r.blocks.saturating_add(s.blocks);
+                }
+                x.growth = test_growth(x);
+            }
+            None => a.tests.push(t),
+        }
+    }
+}
+
+/// One test's growth from its repetitions, as the tracker decides it
+/// (`analyze::checkpoints`).
+fn test_growth(t: &TestShare) -> Option<Growth> {
+    let grew = |x: &BytesBlocks| x.bytes > 0 || x.blocks > 0;
+    Some(match t.kind.as_str() {
+        "start" | "finish" | "exit" | "outside" => Growth::OneTime,
+        "test" if t.repetitions.len() > 1 => {
+            let r = &t.repetitions;
+            if r.iter().all(grew) {
+                Growth::PerCall
+            } else if grew(&r[0]) && !r[1..].iter().any(grew) {
+                Growth::OneTime
+            } else {
+                Growth::Unknown
+            }
+        }
+        _ => return t.growth,
+    })
+}
+
+/// The finding's growth from its tests' (as the tracker decides it).
+fn regrow(f: &mut Finding) {
+    let mut per_call = None;
+    let (mut one_time, mut unknown) = (false, false);
+    for t in &f.tests {
+        match t.growth {
+            Some(Growth::PerCall) => {
+                if per_call.is_none() {
+                    per_call = match t.kind.as_str() {
+                        "test" => t.repetitions.last().cloned(),
+                        _ => f.per_call.clone(),
+                    };
+                }
+            }
+            Some(Growth::OneTime) => one_time = true,
+            Some(Growth::Unknown) | None => unknown = true,
+        }
+    }
+    f.growth = Some(if per_call.is_some() {
+        Growth::PerCall
+    } else if one_time && !unknown {
+        Growth::OneTime
+    } else {
+        Growth::Unknown
+    });
+    f.per_call = per_call;
+}
+
+fn merge_per_test(mut a: PerTestOut, b: PerTestOut) -> PerTestOut {
+    a.checkpoints = a.checkpoints.saturating_add(b.checkpoints);
+    a.snapshot_records = a.snapshot_records.saturating_add(b.snapshot_records);
+    a.hidden_reachable = a.hidden_reachable.saturating_add(b.hidden_reachable);
+    a.repeat = a.repeat.max(b.repeat);
+    for t in b.tests {
+        if !a.tests.contains(&t) {
+            a.tests.push(t);
+        }
+    }
+    if a.free_lists.as_deref().is_none_or(|f| f == "off") && b.free_lists.is_some() {
+        a.free_lists = b.free_lists;
+    }
+    for n in b.notes {
+        if !a.notes.contains(&n) {
+            a.notes.push(n);
+        }
+    }
+    a
+}
