@@ -233,3 +233,44 @@ fn merge_per_test(mut a: PerTestOut, b: PerTestOut) -> PerTestOut {
     }
     a
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finding(tests: serde_json::Value) -> Finding {
+        serde_json::from_value(serde_json::json!({
+            "fingerprint": "f", "kind": "Leak_DefinitelyLost", "category": "user",
+            "source": null, "message": "", "bytes": 48, "direct_bytes": 48,
+            "blocks": 1, "count": 1, "location": null, "source_line": null,
+            "stack": [], "origin": null, "pids": [7], "records": 1, "aux": [],
+            "tests": tests
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn shares_join_by_test_and_growth_is_derived_again() {
+        let rep = |b: u64| serde_json::json!({"bytes": b, "blocks": 1});
+        // Shard 1: test a grew at both repetitions; the outside share.
+        let mut a = finding(serde_json::json!([
+            {"test": "t::a", "kind": "test", "bytes": 96, "blocks": 2,
+             "repetitions": [rep(48), rep(48)], "growth": "per_call"},
+            {"test": "(outside)", "kind": "outside", "bytes": 8, "blocks": 1, "growth": "one_time"}
+        ]));
+        // Shard 2: test b grew once; the same outside share.
+        let b = finding(serde_json::json!([
+            {"test": "t::b", "kind": "test", "bytes": 48, "blocks": 1,
+             "repetitions": [rep(48), {"bytes": 0, "blocks": 0}], "growth": "one_time"},
+            {"test": "(outside)", "kind": "outside", "bytes": 8, "blocks": 1, "growth": "one_time"}
+        ]));
+        add_finding(&mut a, b);
+        regrow(&mut a);
+        assert_eq!(a.bytes, Some(96));
+        assert_eq!(a.count, 2);
+        let shares: Vec<(&str, u64)> = a.tests.iter().map(|t| (t.test.as_str(), t.bytes)).collect();
+        assert_eq!(shares, [("t::a", 96), ("(outside)", 16), ("t::b", 48)]);
+        assert_eq!(a.growth, Some(Growth::PerCall));
+        assert_eq!(a.per_call.as_ref().map(|p| p.bytes), Some(48));
+    }
+}

@@ -6,9 +6,11 @@
 //! (an origin can make a record the interpreter's: see
 //! `attribute::NoiseReason::InterpreterOrigin`).
 //!
-//! Records are matched by their kind and error stack (function, file, line
-//! and object of every frame): Valgrind reports an error context once per
-//! stack, so the same stack in both runs is the same error.
+//! Records are matched by their kind and the innermost [`KEY_FRAMES`]
+//! frames of their error stack (function, file, line and object): the
+//! error's place and its callers into the interpreter. Deeper frames are
+//! the test harness's and differ between a pytest-xdist worker and the
+//! re-run's serial pytest.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,10 +33,13 @@ pub fn has_origin(kind: &Kind, what: &str) -> bool {
     }
 }
 
-/// The record's kind and error stack, hashed.
+/// How many innermost frames identify an error across runs.
+pub const KEY_FRAMES: usize = 12;
+
+/// The record's kind and innermost error stack, hashed.
 pub fn key(rec: &Record) -> u64 {
     let mut parts: Vec<String> = vec![rec.kind.to_string()];
-    for f in &rec.stack {
+    for f in rec.stack.iter().take(KEY_FRAMES) {
         parts.push(format!(
             "{}\u{1}{}\u{1}{}\u{1}{}",
             f.func.as_deref().unwrap_or(""),

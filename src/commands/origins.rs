@@ -40,6 +40,10 @@ pub(super) fn rerun(
     again.extra_args.push("--leak-check=no".into());
     if tests.is_none() {
         again.per_test = run::PerTest::Off;
+    } else if run::is_xdist_target(&cfg.cmd) {
+        // A few tests: in one process (the last -n wins), not N workers
+        // that each pay Valgrind's start-up.
+        again.cmd.extend(["-n".to_string(), "0".to_string()]);
     }
     let what = match &tests {
         Some(t) => crate::util::plural(t.len() as u64, "test", "tests"),
@@ -72,6 +76,14 @@ pub(super) fn rerun(
         analyze::Options::default(),
     )?;
     out.end_progress();
+    if out.xml_files.is_empty() {
+        // The first run's findings stand; they keep no origin (the note
+        // says how many).
+        eprintln!(
+            "leakgate: warning: the --origins auto re-run wrote no Valgrind XML (its target: {:?}); the findings keep no origin",
+            out.exit
+        );
+    }
     let seconds = started.elapsed().as_secs_f64();
     let map = Arc::new(std::mem::take(
         &mut *map
@@ -120,5 +132,9 @@ pub(super) fn note(o: &OriginsOut) -> Option<String> {
         } else {
             "their origins"
         }
-    ))
+    ) + if o.found < o.wanted {
+        "; the others did not occur again in the re-run (--origins yes gives them theirs)"
+    } else {
+        ""
+    })
 }

@@ -117,7 +117,12 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
             crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
         command::set_probe(&mut cmd, &mut environment, &probe, pytest, cfg);
     }
-    let valgrind_command = command::command_text(&valgrind, &args, &target_argv);
+    let valgrind_command = if xdist {
+        // The controller runs natively; each worker under this command.
+        command::command_text(&valgrind, &args, &["<each pytest-xdist worker>".to_string()])
+    } else {
+        command::command_text(&valgrind, &args, &target_argv)
+    };
     let term = progress::new_term();
     let mut watcher = stderr::Watcher::new().map_err(|e| RunError::Spawn {
         path: valgrind.clone(),

@@ -104,37 +104,35 @@ pub fn is_python_target(argv0: &str, resolved: &Path) -> bool {
 /// Whether the target runs pytest: `pytest`, `py.test`, `python -m pytest`,
 /// or `python path/to/pytest`.
 /// Whether a pytest command runs pytest-xdist workers: `-n N`, `-nN`,
-/// `--numprocesses N`, `--numprocesses=N` with N other than 0, or `--tx`.
+/// `--numprocesses N`, `--numprocesses=N` with N other than 0 (the last one
+/// given wins, as in pytest), or `--tx`.
 pub fn is_xdist_target(argv: &[String]) -> bool {
     if !is_pytest_target(argv) {
         return false;
     }
-    let workers = |n: &str| n != "0";
+    let (mut workers, mut tx) = (None::<bool>, false);
     let mut it = argv[1..].iter();
     while let Some(a) = it.next() {
-        match a.as_str() {
-            "--" => return false,
-            "-n" | "--numprocesses" => {
-                if it.next().is_some_and(|n| workers(n)) {
-                    return true;
-                }
+        let n = match a.as_str() {
+            "--" => break,
+            "-n" | "--numprocesses" => it.next().map(String::as_str),
+            "--tx" => {
+                tx = true;
+                None
             }
-            "--tx" => return true,
-            s if s.starts_with("--tx=") => return true,
-            s if s.starts_with("--numprocesses=") => {
-                if workers(&s["--numprocesses=".len()..]) {
-                    return true;
-                }
+            s if s.starts_with("--tx=") => {
+                tx = true;
+                None
             }
-            s if s.starts_with("-n") && s.len() > 2 && !s.starts_with("--") => {
-                if workers(&s[2..]) {
-                    return true;
-                }
-            }
-            _ => {}
+            s if s.starts_with("--numprocesses=") => Some(&s["--numprocesses=".len()..]),
+            s if s.starts_with("-n") && s.len() > 2 && !s.starts_with("--") => Some(&s[2..]),
+            _ => None,
+        };
+        if let Some(n) = n {
+            workers = Some(n != "0");
         }
     }
-    false
+    workers.unwrap_or(tx)
 }
 
 pub fn is_pytest_target(argv: &[String]) -> bool {

@@ -32,3 +32,27 @@ fn python_names() {
     assert!(!is_python_name("python-config"));
     assert!(!is_python_name("cpython"));
 }
+
+#[test]
+fn xdist_targets() {
+    let v = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    for yes in [
+        "python -m pytest -n 2 tests",
+        "pytest -n2",
+        "pytest --numprocesses=auto",
+        "pytest --numprocesses 4",
+        "python3 -m pytest --tx 2*popen",
+    ] {
+        assert!(is_xdist_target(&v(yes)), "{yes}");
+    }
+    for no in [
+        "python -m pytest tests",
+        "pytest -n 0",
+        "pytest -n0",
+        "python test.py -n 2",
+        "pytest -- -n 2",
+        "pytest -n 2 tests -n 0",
+    ] {
+        assert!(!is_xdist_target(&v(no)), "{no}");
+    }
+}
