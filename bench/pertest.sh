@@ -20,6 +20,8 @@
 # codes, and whether each configuration's user findings (kind, location, bytes,
 # blocks, count, tests with their bytes, growth; bench/pertest_compare.py) are
 # those of serial's first run (the differences are printed below the table).
+# SUITES="small large large-k" picks suites (default: small large; large-k is
+# the large suite with -k "not uninit_branch": no --origins auto re-run).
 # A configuration that cannot run (no pytest-xdist in $PYTHON, a leakgate
 # without --origins) is printed as n/a.
 # Usage: [PYTHON=python] bench/pertest.sh [RUNS]   (default 3; PYTHON defaults
@@ -62,9 +64,14 @@ cp -r tests/programs/cpython "$WORK/ext"
     { echo "bench/pertest.sh: building leakext failed, see $WORK/build.log" >&2; exit 2; }
 cp -r "$WORK/ext" "$WORK/small" && cp tests/programs/pytest/*.py "$WORK/small/"
 cp -r "$WORK/ext" "$WORK/large" && cp bench/pertest-suite/*.py "$WORK/large/"
-SUITES=(small large)
+cp -r "$WORK/large" "$WORK/large-k"
+read -r -a SUITES <<<"${SUITES:-small large}"
 declare -A FILES=([small]="test_suite.py test_grow.py")
 FILES[large]=$(cd bench/pertest-suite && echo test_*.py)
+FILES[large-k]=${FILES[large]}
+# large-k: the large suite without its uninitialised value (-k), so that
+# --origins auto needs no re-run.
+declare -A KEXPR=([large-k]="not uninit_branch")
 
 declare -A T C RC
 # measure SUITE CONFIG ROUND: one leakgate run; wall and CPU (user + system,
@@ -72,10 +79,11 @@ declare -A T C RC
 measure() {
     local suite="$1" cfg="$2" i="$3" rc=0
     local lgflags=() pyflags=()
+    [ -z "${KEXPR[$suite]:-}" ] || pyflags+=(-k "${KEXPR[$suite]}")
     case "$cfg" in
-        xdist) pyflags=(-n 2) ;;
+        xdist) pyflags+=(-n 2) ;;
         origins) lgflags=(--origins auto) ;;
-        both) pyflags=(-n 2); lgflags=(--origins auto) ;;
+        both) pyflags+=(-n 2); lgflags=(--origins auto) ;;
     esac
     # shellcheck disable=SC2086 # FILES are plain file names
     (cd "$WORK/$suite" && env -u PYTEST_PLUGINS -u PYTHONPATH -u PYTHONMALLOC PYTHONDONTWRITEBYTECODE=1 \

@@ -5,7 +5,8 @@ Usage: python3 bench/pertest_compare.py BASE.json OTHER.json
 Compares, for every finding with category "user": (kind, category,
 location.file, location.line, location.function, bytes, blocks, count), its
 `tests` (test name and bytes, order-insensitive), `growth` and its origin
-(the --track-origins stack's frames as function:line), as multisets.
+(the --track-origins stack's allocating frame and user frames, as
+function:line), as multisets.
 Prints "OK" and exits 0 when they are identical; else prints the findings
 only in BASE ("-") and only in OTHER ("+") and exits 1. Exit 2: a report
 cannot be read. Standard library only.
@@ -18,7 +19,15 @@ import sys
 def signature(f):
     loc = f.get("location") or {}
     tests = tuple(sorted((t.get("test"), t.get("bytes")) for t in f.get("tests") or []))
-    origin = tuple(f"{o.get('function')}:{o.get('line')}" for o in f.get("origin") or [])
+    # The origin: its allocating function and the user's frames (the frames
+    # below them are the test harness's, and a pytest-xdist worker calls
+    # tests through other interpreter frames than a serial run).
+    frames = f.get("origin") or []
+    origin = tuple(
+        f"{o.get('function')}:{o.get('line')}"
+        for i, o in enumerate(frames)
+        if i == 0 or o.get("user")
+    )
     return (
         f.get("kind"),
         f.get("category"),

@@ -11,20 +11,64 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::analyze::{self, attribute::Attributor, origins};
+use crate::analyze::{self, Analysis, Observer, attribute::Attributor, origins};
+use crate::parse::InputError;
 use crate::report::{Finding, OriginsOut, RerunOut};
 use crate::run::{self, RunConfig};
 use crate::suppress::Suppressor;
 
+/// `--origins auto` after the first run: analyses its XML (`analyse`), and
+/// when the user's code has uninitialised-value findings without an origin,
+/// re-runs what had them and analyses the XML again with the origins found.
+/// The analysis returned is the last one, the only one `observer` (the
+/// suppression writer) sees.
+pub(super) fn analyse_auto(
+    cfg: &RunConfig,
+    attributor: impl Fn() -> Attributor,
+    suppressor: &Arc<Suppressor>,
+    observer: Option<Observer>,
+    options: analyze::Options,
+    analyse: &dyn Fn(Option<Observer>, analyze::Options) -> Result<Analysis, InputError>,
+) -> Result<(Analysis, OriginsOut)> {
+    let first = analyse(None, options.clone())?;
+    let wanting = origins::wanting(&first.findings);
+    if wanting.is_empty() {
+        let o = OriginsOut {
+            mode: "auto".into(),
+            ..Default::default()
+        };
+        let analysis = match observer {
+            Some(obs) => analyse(Some(obs), options)?,
+            None => first,
+        };
+        return Ok((analysis, o));
+    }
+    let found = rerun(cfg, &wanting, attributor(), suppressor.clone())?;
+    let wanted = wanting.len();
+    let again = analyse(
+        observer,
+        analyze::Options {
+            origins: Some(found.map),
+            ..options
+        },
+    )?;
+    let mut o = found.out;
+    // Found: no longer a user finding without an origin (an origin may
+    // also have made it the interpreter's).
+    let still = origins::wanting(&again.findings).len();
+    o.found = wanted.saturating_sub(still) as u64;
+    Ok((again, o))
+}
+
 /// What the re-run found: the origins, and what the report says about it.
-pub(super) struct Found {
-    pub map: Arc<origins::OriginMap>,
-    pub out: OriginsOut,
+struct Found {
+    map: Arc<origins::OriginMap>,
+    out: OriginsOut,
 }
 
 /// Re-runs `cfg` with `--track-origins=yes`, restricted to the pytest
 /// tests of `wanting` when all of them are tied to tests.
-pub(super) fn rerun(
+fn rerun(
     cfg: &RunConfig,
     wanting: &[&Finding],
     attributor: Attributor,
@@ -117,24 +161,26 @@ pub(super) fn note(o: &OriginsOut) -> Option<String> {
         ),
         _ => "the whole command".into(),
     };
-    Some(format!(
-        "--origins auto: {} in your code had no origin; re-ran {what} with --track-origins=yes ({:.1} s): {} of {} got {}",
-        crate::util::plural(
+    Some(
+        format!(
+            "--origins auto: {} in your code had no origin; re-ran {what} with --track-origins=yes ({:.1} s): {} of {} got {}",
+            crate::util::plural(
+                o.wanted,
+                "uninitialised-value finding",
+                "uninitialised-value findings"
+            ),
+            r.seconds,
+            o.found,
             o.wanted,
-            "uninitialised-value finding",
-            "uninitialised-value findings"
-        ),
-        r.seconds,
-        o.found,
-        o.wanted,
-        if o.found == 1 {
-            "its origin"
+            if o.found == 1 {
+                "its origin"
+            } else {
+                "their origins"
+            }
+        ) + if o.found < o.wanted {
+            "; the others did not occur again in the re-run (--origins yes gives them theirs)"
         } else {
-            "their origins"
-        }
-    ) + if o.found < o.wanted {
-        "; the others did not occur again in the re-run (--origins yes gives them theirs)"
-    } else {
-        ""
-    })
+            ""
+        },
+    )
 }

@@ -120,46 +120,23 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
             options,
         )
     };
+    let observer = gen_supp.as_mut().map(|g| g.observer());
     let mut origins_out = None;
     let mut analysis = if origins_mode == Origins::Auto {
-        // A first look decides whether a re-run is needed; the analysis
-        // reported (and seen by the suppression writer) is the last one.
-        let first = analyse(None, options.clone())?;
-        let wanting = crate::analyze::origins::wanting(&first.findings);
-        if wanting.is_empty() {
-            origins_out = Some(crate::report::OriginsOut {
-                mode: "auto".into(),
-                ..Default::default()
-            });
-            match gen_supp.as_mut() {
-                Some(g) => analyse(Some(g.observer()), options)?,
-                None => first,
-            }
-        } else {
-            out.end_progress();
-            let found = super::origins::rerun(
-                &cfg,
-                &wanting,
-                Attributor::new(spec.clone()),
-                suppressor.clone(),
-            )?;
-            let wanted = wanting.len();
-            let mut o = found.out;
-            let again = analyse(
-                gen_supp.as_mut().map(|g| g.observer()),
-                analyze::Options {
-                    origins: Some(found.map),
-                    ..options
-                },
-            )?;
-            let still = crate::analyze::origins::wanting(&again.findings).len();
-            o.found = wanted.saturating_sub(still) as u64;
-            notes.extend(super::origins::note(&o));
-            origins_out = Some(o);
-            again
-        }
+        out.end_progress();
+        let (analysis, o) = super::origins::analyse_auto(
+            &cfg,
+            || Attributor::new(spec.clone()),
+            &suppressor,
+            observer,
+            options,
+            &analyse,
+        )?;
+        notes.extend(super::origins::note(&o));
+        origins_out = Some(o);
+        analysis
     } else {
-        analyse(gen_supp.as_mut().map(|g| g.observer()), options)?
+        analyse(observer, options)?
     };
     if let Some(g) = gen_supp {
         g.write()?;

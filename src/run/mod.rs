@@ -119,7 +119,11 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     }
     let valgrind_command = if xdist {
         // The controller runs natively; each worker under this command.
-        command::command_text(&valgrind, &args, &["<each pytest-xdist worker>".to_string()])
+        command::command_text(
+            &valgrind,
+            &args,
+            &["<each pytest-xdist worker>".to_string()],
+        )
     } else {
         command::command_text(&valgrind, &args, &target_argv)
     };
