@@ -522,20 +522,7 @@ impl Aggregator {
             }
         }
         summary::summarize(&mut summary, &findings);
-        findings.sort_by(|a, b| {
-            (
-                !a.is_user(),
-                a.kind.severity(),
-                std::cmp::Reverse(a.bytes.unwrap_or(0)),
-                &a.fingerprint,
-            )
-                .cmp(&(
-                    !b.is_user(),
-                    b.kind.severity(),
-                    std::cmp::Reverse(b.bytes.unwrap_or(0)),
-                    &b.fingerprint,
-                ))
-        });
+        sort_findings(&mut findings);
         Analysis {
             processes,
             findings,
@@ -674,4 +661,23 @@ fn direct_bytes(rec: &Record) -> u64 {
         Some(end) => crate::parse::parse_num(&rest[..end]).unwrap_or(total),
         None => total,
     }
+}
+
+/// The report's order of findings: the user's first, then by kind
+/// severity, bytes (most first) and fingerprint.
+pub fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        (
+            !a.is_user(),
+            a.kind.severity(),
+            std::cmp::Reverse(a.bytes.unwrap_or(0)),
+            &a.fingerprint,
+        )
+            .cmp(&(
+                !b.is_user(),
+                b.kind.severity(),
+                std::cmp::Reverse(b.bytes.unwrap_or(0)),
+                &b.fingerprint,
+            ))
+    });
 }

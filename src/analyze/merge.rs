@@ -33,6 +33,7 @@ pub fn merge(mut shards: Vec<Report>) -> Report {
         }
     }
     summarize(&mut out.summary, &out.findings);
+    super::aggregate::sort_findings(&mut out.findings);
     out.policy = None;
     out.baseline = None;
     out
