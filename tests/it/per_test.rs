@@ -38,6 +38,19 @@ fn pytest_python_or_skip() -> Option<PathBuf> {
     Some(py)
 }
 
+/// Valgrind and a python with pytest (else a skip), and the suite's files
+/// next to a fresh build of the extension in a temporary directory (kept
+/// while the second value lives).
+fn live_suite() -> Option<(PathBuf, tempfile::TempDir, PathBuf)> {
+    if !common::valgrind_or_skip() {
+        return None;
+    }
+    let py = pytest_python_or_skip()?;
+    let tmp = common::tempdir();
+    let dir = suite_dir(&py, tmp.path());
+    Some((py, tmp, dir))
+}
+
 fn leakgate_json(dir: &Path, args: &[&str], cmd: &[&str]) -> (i32, Value, String) {
     let json = dir.join("leakgate-report.json");
     let _ = std::fs::remove_file(&json);
@@ -122,27 +135,20 @@ fn assert_shares_add_up(r: &Value) {
 
 const SUITE: &str = "test_suite.py::";
 
+/// `PYTHON -m pytest -q -p no:cacheprovider FILES...`.
+fn pytest_cmd<'a>(py: &'a str, files: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![py, "-m", "pytest", "-q", "-p", "no:cacheprovider"];
+    v.extend(files);
+    v
+}
+
 #[test]
 fn pytest_suite_leaks_are_tied_to_their_tests() {
-    if !common::valgrind_or_skip() {
-        return;
-    }
-    let Some(py) = pytest_python_or_skip() else {
+    let Some((py, _tmp, dir)) = live_suite() else {
         return;
     };
-    let tmp = common::tempdir();
-    let dir = suite_dir(&py, tmp.path());
     let pyv = py.to_str().unwrap();
-    let pytest = [
-        pyv,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "test_suite.py",
-        "test_grow.py",
-    ];
+    let pytest = pytest_cmd(pyv, &["test_suite.py", "test_grow.py"]);
     let src = dir.join("leakext.c");
     let line = |m: &str| common::marker_line(&src, m);
 
@@ -267,8 +273,7 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
 
     // 4. Two shards (CI jobs), merged: the unsharded run's results.
     let shard = |name: &str, files: &[&str], k: &str| {
-        let mut cmd = pytest[..6].to_vec();
-        cmd.extend(files);
+        let mut cmd = pytest_cmd(pyv, files);
         cmd.extend(["-k", k]);
         let (code, _, stderr) = leakgate_json(&dir, &[], &cmd);
         assert_eq!(code, 1, "{stderr}");
@@ -306,7 +311,7 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
         ));
         return;
     }
-    let mut xdist = pytest.to_vec();
+    let mut xdist = pytest.clone();
     xdist.extend(["-n", "2"]);
     let (code, rx, stderr) =
         leakgate_json(&dir, &["--repeat", "3", "--junit", "junitx.xml"], &xdist);
@@ -343,24 +348,11 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
 /// whole command.
 #[test]
 fn origins_auto_reruns_only_the_tests_that_need_them() {
-    if !common::valgrind_or_skip() {
-        return;
-    }
-    let Some(py) = pytest_python_or_skip() else {
+    let Some((py, _tmp, dir)) = live_suite() else {
         return;
     };
-    let tmp = common::tempdir();
-    let dir = suite_dir(&py, tmp.path());
     let pyv = py.to_str().unwrap();
-    let pytest = [
-        pyv,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "uninit_suite.py",
-    ];
+    let pytest = pytest_cmd(pyv, &["uninit_suite.py"]);
     let (code, auto, stderr) = leakgate_json(&dir, &["--origins", "auto"], &pytest);
     assert_eq!(code, 1, "{stderr}");
     assert!(
@@ -454,14 +446,9 @@ fn user_view(r: &Value) -> Vec<String> {
 
 #[test]
 fn pytest_outcomes_skip_fail_x_k() {
-    if !common::valgrind_or_skip() {
-        return;
-    }
-    let Some(py) = pytest_python_or_skip() else {
+    let Some((py, _tmp, dir)) = live_suite() else {
         return;
     };
-    let tmp = common::tempdir();
-    let dir = suite_dir(&py, tmp.path());
     let (code, r, stderr) = leakgate_json(
         &dir,
         &["--repeat", "2"],
@@ -517,14 +504,9 @@ fn pytest_outcomes_skip_fail_x_k() {
 
 #[test]
 fn python_service_checkpoints() {
-    if !common::valgrind_or_skip() {
-        return;
-    }
-    let Some(py) = pytest_python_or_skip() else {
+    let Some((py, _tmp, dir)) = live_suite() else {
         return;
     };
-    let tmp = common::tempdir();
-    let dir = suite_dir(&py, tmp.path());
     let (code, r, stderr) =
         leakgate_json(&dir, &["--per-test"], &[py.to_str().unwrap(), "service.py"]);
     assert_eq!(code, 1, "{stderr}");

@@ -282,15 +282,16 @@ fn xdist_workers_are_ordered_like_a_serial_run() {
         mk("test", "t3", Some(3)),
         mk("finish", "session finish", None),
     ];
+    let labels = |tl: &Timeline| -> Vec<String> {
+        tl.order
+            .iter()
+            .map(|c| tl.markers[c].label.clone())
+            .collect()
+    };
     let msgs: Vec<&[String]> = vec![&w0, &w1];
     let tl = Timeline::read(&msgs, &[Some(10), Some(11)]);
-    let labels: Vec<&str> = tl
-        .order
-        .iter()
-        .map(|c| tl.markers[c].label.as_str())
-        .collect();
     assert_eq!(
-        labels,
+        labels(&tl),
         [
             "collection",
             "collection",
@@ -306,13 +307,8 @@ fn xdist_workers_are_ordered_like_a_serial_run() {
     // One process: file order, whatever the indices say.
     let one: Vec<&[String]> = vec![&w1];
     let tl = Timeline::read(&one, &[Some(11)]);
-    let labels: Vec<&str> = tl
-        .order
-        .iter()
-        .map(|c| tl.markers[c].label.as_str())
-        .collect();
     assert_eq!(
-        labels,
+        labels(&tl),
         ["collection", "t0", "inside t3", "t3", "session finish"]
     );
 }
