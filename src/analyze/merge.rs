@@ -13,8 +13,9 @@
 
 use std::collections::HashMap;
 
+use super::checkpoints::test_growth;
 use super::summary::summarize;
-use crate::report::{BytesBlocks, Finding, Growth, PerTestOut, Report, TestShare};
+use crate::report::{BytesBlocks, Finding, Growth, PerTestOut, Report};
 
 /// Folds `shards` (at least one) into one report; the verdict, policy and
 /// baseline are left to the caller.
@@ -159,31 +160,11 @@ fn add_finding(a: &mut Finding, b: Finding) {
                     r.bytes = r.bytes.saturating_add(s.bytes);
                     r.blocks = r.blocks.saturating_add(s.blocks);
                 }
-                x.growth = test_growth(x);
+                x.growth = test_growth(x).or(x.growth);
             }
             None => a.tests.push(t),
         }
     }
-}
-
-/// One test's growth from its repetitions, as the tracker decides it
-/// (`analyze::checkpoints`).
-fn test_growth(t: &TestShare) -> Option<Growth> {
-    let grew = |x: &BytesBlocks| x.bytes > 0 || x.blocks > 0;
-    Some(match t.kind.as_str() {
-        "start" | "finish" | "exit" | "outside" => Growth::OneTime,
-        "test" if t.repetitions.len() > 1 => {
-            let r = &t.repetitions;
-            if r.iter().all(grew) {
-                Growth::PerCall
-            } else if grew(&r[0]) && !r[1..].iter().any(grew) {
-                Growth::OneTime
-            } else {
-                Growth::Unknown
-            }
-        }
-        _ => return t.growth,
-    })
 }
 
 /// The finding's growth from its tests' (as the tracker decides it).

@@ -22,6 +22,7 @@ mod tests;
 mod track;
 
 pub use notes::recycled_note;
+pub use shares::test_growth;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

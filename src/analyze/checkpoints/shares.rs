@@ -135,25 +135,10 @@ pub(super) fn leak_of(f: &mut Finding, shares: Option<&BTreeMap<Ckpt, (i64, i64)
         if t.kind == "checkpoint" {
             continue; // below: plain checkpoints are one sequence of calls
         }
-        let g = match t.kind.as_str() {
-            "start" | "finish" | "exit" | "outside" => Growth::OneTime,
-            "test" if t.repetitions.len() > 1 => {
-                let r = &t.repetitions;
-                if r.iter().all(|x| x.blocks > 0 || x.bytes > 0) {
-                    if per_call.is_none() {
-                        per_call = r.last().cloned();
-                    }
-                    Growth::PerCall
-                } else if (r[0].blocks > 0 || r[0].bytes > 0)
-                    && r[1..].iter().all(|x| x.blocks == 0 && x.bytes == 0)
-                {
-                    Growth::OneTime
-                } else {
-                    Growth::Unknown
-                }
-            }
-            _ => Growth::Unknown,
-        };
+        let g = test_growth(t).unwrap_or(Growth::Unknown);
+        if g == Growth::PerCall && per_call.is_none() {
+            per_call = t.repetitions.last().cloned();
+        }
         match g {
             Growth::OneTime => any_one_time = true,
             Growth::Unknown => any_unknown = true,
@@ -203,4 +188,27 @@ pub(super) fn leak_of(f: &mut Finding, shares: Option<&BTreeMap<Ckpt, (i64, i64)
     f.growth = Some(growth);
     f.per_call = per_call;
     f.tests = tests;
+}
+
+/// One share's own growth, from its kind and repetitions: `one_time` for
+/// the shares outside the tests (`start`, `finish`, `exit`, `outside`); for
+/// a test run more than once, `per_call` when every repetition grew,
+/// `one_time` when only the first did, else `unknown`. `None` where the
+/// share alone cannot tell (one run, plain checkpoints).
+pub fn test_growth(t: &TestShare) -> Option<Growth> {
+    let grew = |x: &BytesBlocks| x.bytes > 0 || x.blocks > 0;
+    match t.kind.as_str() {
+        "start" | "finish" | "exit" | "outside" => Some(Growth::OneTime),
+        "test" if t.repetitions.len() > 1 => {
+            let r = &t.repetitions;
+            Some(if r.iter().all(grew) {
+                Growth::PerCall
+            } else if grew(&r[0]) && !r[1..].iter().any(grew) {
+                Growth::OneTime
+            } else {
+                Growth::Unknown
+            })
+        }
+        _ => None,
+    }
 }
