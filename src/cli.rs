@@ -40,6 +40,12 @@ pub const LONG_VERSION: &str = concat!(
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Read the project configuration from FILE (a leakgate.toml, or a pyproject.toml with [tool.leakgate]) instead of looking for one from the current directory upwards.
+    #[arg(long, global = true, value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+    /// Read no project configuration file: only the command line counts.
+    #[arg(long, global = true)]
+    pub no_config: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -63,6 +69,9 @@ pub enum Command {
     Suppress(SuppressArgs),
     /// Render a saved JSON report (from --format json) again: leakgate report JSON -o FILE.html.
     Report(ReportFileArgs),
+    /// Set a project up: a starter configuration, a baseline of today's findings and a CI workflow (leakgate init [OPTIONS] -- CMD); overwrites nothing.
+    #[command(after_help = INIT_HELP)]
+    Init(InitArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
     #[command(after_help = COMPLETIONS_HELP)]
     Completions {
@@ -77,6 +86,68 @@ pub enum Command {
         /// A command (run, analyze, ...); the main page when omitted.
         command: Option<String>,
     },
+}
+
+const INIT_HELP: &str = "\
+Example: leakgate init -- python -m pytest tests/
+  writes leakgate.toml (or a [tool.leakgate] table at the end of ./pyproject.toml),
+  runs the command once under Valgrind to write leakgate-baseline.json (the
+  findings of today, which then no longer fail the gate; only new ones do),
+  and writes .github/workflows/leakgate.yml, which runs the same command with
+  leakgate's GitHub Action. It refuses (exit 2) when any of them exists.";
+
+/// `init --config-in`: where the starter configuration goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConfigIn {
+    /// pyproject.toml when the current directory has one, else leakgate.toml.
+    Auto,
+    /// A `[tool.leakgate]` table appended to ./pyproject.toml.
+    Pyproject,
+    /// ./leakgate.toml.
+    Toml,
+}
+
+/// `init --workflow`: which CI workflow file to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorkflowChoice {
+    /// .github/workflows/leakgate.yml, with leakgate's GitHub Action.
+    Github,
+    /// None.
+    None,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where the configuration goes.
+    #[arg(long, value_enum, value_name = "WHERE", default_value = "auto")]
+    pub config_in: ConfigIn,
+    /// The baseline file to write.
+    #[arg(long, value_name = "FILE", default_value = "leakgate-baseline.json")]
+    pub baseline: PathBuf,
+    /// Write no baseline (and do not run the command).
+    #[arg(long)]
+    pub no_baseline: bool,
+    /// The CI workflow file to write.
+    #[arg(long, value_enum, value_name = "CI", default_value = "github")]
+    pub workflow: WorkflowChoice,
+    /// `fail-on` of the configuration.
+    #[arg(long, value_name = "LIST", default_value = crate::gate::policy::DEFAULT_FAIL_ON)]
+    pub fail_on: String,
+    /// `src-roots` of the configuration (repeatable; default: none, so the directory leakgate runs in).
+    #[arg(long = "src-root", value_name = "DIR")]
+    pub src_roots: Vec<PathBuf>,
+    /// `suppressions` of the configuration (repeatable).
+    #[arg(long = "suppressions", value_name = "FILE")]
+    pub suppressions: Vec<PathBuf>,
+    /// `timeout` of the configuration (e.g. 30m).
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// The valgrind for the baseline run (default: `valgrind` on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub valgrind: Option<PathBuf>,
+    /// The command that runs your tests (after `--`): run once now for the baseline, and by the workflow.
+    #[arg(last = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
 }
 
 const COMPLETIONS_HELP: &str = "\

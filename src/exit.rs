@@ -25,3 +25,16 @@ pub const INTERNAL: i32 = 5;
 pub fn to_exit_code(code: i32) -> std::process::ExitCode {
     std::process::ExitCode::from(u8::try_from(code).unwrap_or(INTERNAL as u8))
 }
+
+/// A few words for `code`, for messages.
+pub fn describe(code: i32) -> &'static str {
+    match code {
+        PASS => "passed",
+        FAIL => "gate failed",
+        USAGE => "usage or input error",
+        INCOMPLETE => "incomplete report",
+        TARGET => "the target exited non-zero",
+        INTERNAL => "internal error",
+        _ => "unknown exit code",
+    }
+}

@@ -329,7 +329,7 @@ fn parse_events<'a, S: EventSource<'a>>(
                 if let Ok(Some(c)) = r.resolve_char_ref() {
                     text.push(c);
                 } else {
-                    match r.as_ref() {
+                    match &r[..] {
                         b"amp" => text.push('&'),
                         b"lt" => text.push('<'),
                         b"gt" => text.push('>'),

@@ -1,0 +1,320 @@
+//! `leakgate init [OPTIONS] -- CMD`: sets a project up in the current
+//! directory, asking nothing (flags make the choices): a starter
+//! configuration (`leakgate.toml`, or a `[tool.leakgate]` table appended to
+//! `pyproject.toml`), a baseline of today's findings (CMD run once with
+//! `--fail-on none --write-baseline`) and a GitHub Actions workflow that
+//! runs CMD with leakgate's action. Nothing is overwritten: every file is
+//! checked before anything is written, and a baseline run that does not
+//! finish cleanly leaves the directory as it was.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use super::project;
+use crate::cli::{ConfigIn, InitArgs, WorkflowChoice};
+use crate::gate::policy::FailOn;
+
+/// Where the workflow goes.
+const WORKFLOW: &str = ".github/workflows/leakgate.yml";
+
+/// A TOML basic string (JSON's escapes are TOML's).
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serialises")
+}
+
+fn toml_list(items: &[PathBuf]) -> String {
+    let v: Vec<String> = items
+        .iter()
+        .map(|p| toml_str(&p.display().to_string()))
+        .collect();
+    format!("[{}]", v.join(", "))
+}
+
+/// The body of the starter configuration (the table's keys, commented).
+fn config_body(a: &InitArgs) -> String {
+    let mut b = String::new();
+    b.push_str("# What fails the gate: definite, indirect, possible, reachable, errors, fds, all, none\n");
+    b.push_str("# or Valgrind kinds such as InvalidRead (see docs/configuration.md).\n");
+    b.push_str(&format!("fail-on = {}\n", toml_str(&a.fail_on)));
+    if a.no_baseline {
+        b.push_str("# Known findings: only new ones fail. Write one with\n");
+        b.push_str("#   leakgate run --fail-on none --write-baseline leakgate-baseline.json -- CMD\n");
+        b.push_str("# baseline = \"leakgate-baseline.json\"\n");
+    } else {
+        b.push_str("# Known findings (written by `leakgate init`): only new ones fail. Refresh with\n");
+        b.push_str(&format!(
+            "#   leakgate run --fail-on none --write-baseline {} -- CMD\n",
+            a.baseline.display()
+        ));
+        b.push_str(&format!(
+            "baseline = {}\n",
+            toml_str(&a.baseline.display().to_string())
+        ));
+    }
+    b.push_str("# Directories holding your sources (default: the directory leakgate runs in).\n");
+    if a.src_roots.is_empty() {
+        b.push_str("# src-roots = [\"src\"]\n");
+    } else {
+        b.push_str(&format!("src-roots = {}\n", toml_list(&a.src_roots)));
+    }
+    b.push_str("# Your suppression files, after the bundled ones (leakgate suppress writes them).\n");
+    if a.suppressions.is_empty() {
+        b.push_str("# suppressions = [\"leakgate.supp\"]\n");
+    } else {
+        b.push_str(&format!("suppressions = {}\n", toml_list(&a.suppressions)));
+    }
+    b.push_str("# Stop a run that hangs; the report is still written.\n");
+    match &a.timeout {
+        Some(t) => b.push_str(&format!("timeout = {}\n", toml_str(t))),
+        None => b.push_str("# timeout = \"30m\"\n"),
+    }
+    b.push_str("# Per-test leak checkpoints under pytest (on by default), and repeats per test.\n");
+    b.push_str("# per-test = true\n# repeat = 1\n");
+    b
+}
+
+/// The text of a new `leakgate.toml`.
+fn standalone_text(a: &InitArgs) -> String {
+    format!(
+        "# leakgate configuration, written by `leakgate init`. Every key is a long option\n\
+         # of `leakgate run`; an option on the command line wins. Paths are relative to\n\
+         # this file. Reference: docs/configuration.md of leakgate.\n\n{}",
+        config_body(a)
+    )
+}
+
+/// `pyproject.toml` with the `[tool.leakgate]` table appended.
+fn pyproject_text(existing: &str, a: &InitArgs) -> String {
+    let mut t = existing.to_string();
+    if !t.is_empty() && !t.ends_with('\n') {
+        t.push('\n');
+    }
+    t.push_str(
+        "\n# leakgate configuration, written by `leakgate init`. Every key is a long option\n\
+         # of `leakgate run`; an option on the command line wins. Paths are relative to\n\
+         # this file. Reference: docs/configuration.md of leakgate.\n[tool.leakgate]\n",
+    );
+    t.push_str(&config_body(a));
+    t
+}
+
+/// Whether the directory looks like a Python project (the workflow then
+/// sets Python up and installs the project).
+fn is_python(dir: &Path) -> bool {
+    ["pyproject.toml", "setup.py", "setup.cfg"]
+        .iter()
+        .any(|f| dir.join(f).is_file())
+}
+
+/// The GitHub Actions workflow.
+fn workflow_text(cmd: &[String], python: bool) -> String {
+    let command = crate::util::shell_join(cmd);
+    let build = if python {
+        "      - uses: actions/setup-python@v5\n        \
+         with:\n          python-version: \"3.12\"\n      \
+         - name: Build and install (with debug info, so that findings have file:line)\n        \
+         env:\n          CFLAGS: -O0 -g\n          CXXFLAGS: -O0 -g\n        \
+         run: python -m pip install . pytest\n"
+            .to_string()
+    } else {
+        "      - name: Build (with debug info, -O0 -g, so that findings have file:line)\n        \
+         run: make\n"
+            .to_string()
+    };
+    format!(
+        "# leakgate: memory leaks and memory errors in native code, under Valgrind Memcheck.\n\
+         # Written by `leakgate init`; the settings are in the project configuration\n\
+         # (leakgate.toml or [tool.leakgate] in pyproject.toml), the baseline next to it.\n\
+         name: leakgate\n\
+         on:\n  push:\n  pull_request:\n\
+         permissions:\n  contents: read\n  \
+         security-events: write  # SARIF upload to code scanning\n\
+         jobs:\n  leakgate:\n    runs-on: ubuntu-24.04\n    steps:\n      \
+         - uses: actions/checkout@v4\n\
+         {build}      \
+         - uses: leakgate/leakgate@v{version}\n        \
+         with:\n          command: {command}\n",
+        version = env!("CARGO_PKG_VERSION"),
+        command = yaml_scalar(&command),
+    )
+}
+
+/// `s` as a YAML scalar: plain when safe, else double-quoted (JSON's
+/// escapes are YAML's).
+fn yaml_scalar(s: &str) -> String {
+    let plain = !s.is_empty()
+        && !s.starts_with(|c: char| "-?:,[]{}#&*!|>'\"%@`".contains(c) || c == ' ')
+        && !s.contains(": ")
+        && !s.contains(" #")
+        && !s.ends_with([':', ' ']);
+    if plain {
+        s.to_string()
+    } else {
+        serde_json::to_string(s).expect("a string serialises")
+    }
+}
+
+/// Refuses when `path` exists.
+fn refuse_existing(path: &Path, what: &str) -> Result<()> {
+    if path.exists() {
+        bail!(
+            "init: {} already exists ({what}); not overwriting it",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Creates `path` with `text`, failing if it exists.
+fn create_new(path: &Path, text: &str) -> Result<()> {
+    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("init: cannot create {}", path.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// `leakgate init`.
+pub(super) fn init(a: InitArgs) -> Result<i32> {
+    let cwd = std::env::current_dir()?;
+    FailOn::parse(&a.fail_on).map_err(|e| anyhow::anyhow!("--fail-on: {e}"))?;
+    if let Some(t) = &a.timeout {
+        crate::run::parse_duration(t).map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
+    }
+    let needs_cmd = !a.no_baseline || a.workflow == WorkflowChoice::Github;
+    if needs_cmd && a.cmd.is_empty() {
+        bail!(
+            "init: give the command that runs your tests after `--`, e.g. `leakgate init -- python -m pytest tests/` (or --no-baseline --workflow none)"
+        );
+    }
+
+    // Every file is checked before anything is written.
+    let pyproject = cwd.join("pyproject.toml");
+    let in_pyproject = match a.config_in {
+        ConfigIn::Auto => pyproject.is_file(),
+        ConfigIn::Pyproject => true,
+        ConfigIn::Toml => false,
+    };
+    for name in project::STANDALONE {
+        refuse_existing(&cwd.join(name), "a leakgate configuration")?;
+    }
+    let existing = if pyproject.is_file() {
+        let text = std::fs::read_to_string(&pyproject)
+            .with_context(|| format!("cannot read {}", pyproject.display()))?;
+        if project::parse(&pyproject, &text)?.is_some() {
+            bail!(
+                "init: {} already has a [tool.leakgate] table; not overwriting it",
+                pyproject.display()
+            );
+        }
+        Some(text)
+    } else {
+        None
+    };
+    let (config_path, config_text) = if in_pyproject {
+        let Some(existing) = &existing else {
+            bail!("init: --config-in pyproject: there is no pyproject.toml here");
+        };
+        (pyproject.clone(), pyproject_text(existing, &a))
+    } else {
+        (cwd.join("leakgate.toml"), standalone_text(&a))
+    };
+    let baseline = cwd.join(&a.baseline);
+    if !a.no_baseline {
+        refuse_existing(&baseline, "the baseline")?;
+    }
+    let workflow = cwd.join(WORKFLOW);
+    if a.workflow == WorkflowChoice::Github {
+        refuse_existing(&workflow, "the workflow")?;
+    }
+    // The configuration as it will be read (paths checked, values valid).
+    let config = project::parse(&config_path, &config_text)?
+        .context("init: the starter configuration has no [tool.leakgate] table (a bug)")?;
+
+    let mut written = Vec::new();
+    if !a.no_baseline {
+        let findings = baseline_run(&a, &config.settings, &baseline)?;
+        match findings {
+            Ok(n) => written.push(format!("{} ({n} known findings)", a.baseline.display())),
+            Err(code) => return Ok(code),
+        }
+    }
+    if in_pyproject {
+        std::fs::write(&config_path, &config_text)
+            .with_context(|| format!("cannot write {}", config_path.display()))?;
+        written.push("pyproject.toml [tool.leakgate]".into());
+    } else {
+        create_new(&config_path, &config_text)?;
+        written.push("leakgate.toml".into());
+    }
+    if a.workflow == WorkflowChoice::Github {
+        create_new(&workflow, &workflow_text(&a.cmd, is_python(&cwd)))?;
+        written.push(WORKFLOW.into());
+    }
+    eprintln!("leakgate: init: wrote {}", written.join(", "));
+    Ok(crate::exit::PASS)
+}
+
+/// Runs the command once with the new configuration (less its baseline),
+/// `--fail-on none --write-baseline`, into a temporary file that becomes
+/// the baseline only when the run passed. `Ok(Err(code))`: the run did not
+/// pass; nothing was written.
+fn baseline_run(
+    a: &InitArgs,
+    settings: &project::Settings,
+    baseline: &Path,
+) -> Result<std::result::Result<usize, i32>> {
+    let tmp = baseline.with_extension("json.init-tmp");
+    let mut argv: Vec<std::ffi::OsString> = vec![
+        "leakgate".into(),
+        "run".into(),
+        "--fail-on".into(),
+        "none".into(),
+        "--write-baseline".into(),
+        tmp.clone().into(),
+    ];
+    if let Some(v) = &a.valgrind {
+        argv.extend(["--valgrind".into(), v.clone().into()]);
+    }
+    argv.push("--".into());
+    argv.extend(a.cmd.iter().map(Into::into));
+    let (cli, m) = super::parse_args(argv)?;
+    let crate::cli::Command::Run(mut run_args) = cli.command else {
+        unreachable!("parsed as run")
+    };
+    let sm = m.subcommand().map(|(_, s)| s).unwrap_or(&m);
+    let mut settings = settings.clone();
+    settings.baseline = None;
+    project::apply_run(&settings, sm, &mut run_args);
+    let code = super::run::run(run_args);
+    let code = match code {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    if code != crate::exit::PASS {
+        let _ = std::fs::remove_file(&tmp);
+        eprintln!(
+            "leakgate: error: init: the baseline run ended with exit {code} ({}); nothing was written",
+            crate::exit::describe(code)
+        );
+        return Ok(Err(code));
+    }
+    let n = std::fs::read_to_string(&tmp)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("findings").and_then(|f| f.as_array()).map(Vec::len))
+        .unwrap_or(0);
+    std::fs::rename(&tmp, baseline)
+        .with_context(|| format!("cannot write {}", baseline.display()))?;
+    Ok(Ok(n))
+}
