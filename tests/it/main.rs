@@ -29,6 +29,7 @@ mod html;
 mod matcher_reference;
 mod outputs_checked;
 mod per_test;
+mod project_config;
 mod python_ext;
 mod real_packages;
 mod real_runs;

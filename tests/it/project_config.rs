@@ -1,0 +1,398 @@
+//! Project configuration (`leakgate.toml`, `[tool.leakgate]` in
+//! `pyproject.toml`, docs/configuration.md) and `leakgate init`, through the
+//! built binary: discovery upwards, `-v` naming the file, the command line
+//! winning, `file:line` errors (exit 2), and init writing a configuration,
+//! a baseline from a real Valgrind run and a workflow whose `with:` keys are
+//! inputs of the repository's `action.yml`, and refusing to overwrite.
+//!
+//! The policy checks use `leakgate analyze` of a recorded report (no
+//! Valgrind); two runs are live: `run -v` in a subdirectory, and init's
+//! baseline run followed by the gate run it sets up.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn leakgate(dir: &Path, args: &[&str]) -> Output {
+    Command::new(common::leakgate_bin())
+        .current_dir(dir)
+        .args(args)
+        .env_remove("GITHUB_ACTIONS")
+        .output()
+        .expect("run leakgate")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exit code")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        stderr(out)
+    )
+}
+
+/// A project with a recorded report that fails the default gate (a
+/// definite leak in the user's code): `DIR/leak_kinds.xml`.
+fn project_with_report() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = common::tempdir();
+    let dir = tmp.path().join("proj");
+    std::fs::create_dir_all(dir.join("sub/deeper")).unwrap();
+    std::fs::copy(
+        common::repo_root().join("fixtures/recorded/leak_kinds.xml"),
+        dir.join("leak_kinds.xml"),
+    )
+    .unwrap();
+    (tmp, dir)
+}
+
+#[test]
+fn pyproject_table_is_found_upwards_and_the_command_line_wins() {
+    let (_tmp, dir) = project_with_report();
+    let xml = dir.join("leak_kinds.xml");
+    let xml = xml.to_str().unwrap();
+    let deeper = dir.join("sub/deeper");
+
+    // No configuration: the default gate fails on the definite leak.
+    let out = leakgate(&deeper, &["analyze", "-v", xml]);
+    assert_eq!(code(&out), 1, "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("leakgate: config: none"),
+        "{}",
+        describe(&out)
+    );
+
+    // A pyproject.toml without the table is passed over; one above it
+    // with the table is used, from two directories down.
+    std::fs::write(
+        dir.join("sub/pyproject.toml"),
+        "[project]\nname = \"inner\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("pyproject.toml"),
+        "[project]\nname = \"spam\"\nversion = \"1.0\"\n\n[tool.leakgate]\nfail-on = \"none\"\nsarif = \"out/leakgate.sarif\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("out")).unwrap();
+    let out = leakgate(&deeper, &["analyze", "-v", xml]);
+    assert_eq!(code(&out), 0, "{}", describe(&out));
+    let named = format!(
+        "leakgate: config: {} [tool.leakgate]",
+        dir.join("pyproject.toml").display()
+    );
+    assert!(stderr(&out).contains(&named), "{}", describe(&out));
+    // Paths are relative to the file, not to the working directory.
+    assert!(dir.join("out/leakgate.sarif").is_file());
+    assert!(!deeper.join("out").exists());
+
+    // The command line wins over the file.
+    let out = leakgate(&deeper, &["analyze", "--fail-on", "definite", xml]);
+    assert_eq!(code(&out), 1, "{}", describe(&out));
+    // --no-config reads none; --config names another file.
+    let out = leakgate(&deeper, &["analyze", "--no-config", xml]);
+    assert_eq!(code(&out), 1, "{}", describe(&out));
+    std::fs::write(dir.join("strict.toml"), "fail-on = \"all\"\n").unwrap();
+    let strict = dir.join("strict.toml");
+    let out = leakgate(
+        &deeper,
+        &["--config", strict.to_str().unwrap(), "analyze", "-v", xml],
+    );
+    assert_eq!(code(&out), 1, "{}", describe(&out));
+    assert!(
+        stderr(&out).contains(&format!("leakgate: config: {}", strict.display())),
+        "{}",
+        describe(&out)
+    );
+
+    // A leakgate.toml in the same directory comes before pyproject.toml.
+    std::fs::write(dir.join("leakgate.toml"), "fail-on = \"definite\"\n").unwrap();
+    let out = leakgate(&deeper, &["analyze", "-v", xml]);
+    assert_eq!(code(&out), 1, "{}", describe(&out));
+    assert!(
+        stderr(&out).contains(&format!(
+            "leakgate: config: {}",
+            dir.join("leakgate.toml").display()
+        )),
+        "{}",
+        describe(&out)
+    );
+}
+
+#[test]
+fn bad_configurations_are_exit_2_with_file_and_line() {
+    let (_tmp, dir) = project_with_report();
+    let xml = dir.join("leak_kinds.xml");
+    let xml = xml.to_str().unwrap();
+    let cases: &[(&str, usize, &[&str])] = &[
+        (
+            "# comment\nfail_on = \"none\"\n",
+            2,
+            &["unknown key `fail_on`", "did you mean `fail-on`?"],
+        ),
+        ("fail-on = \"none\"\nrepeat = \"three\"\n", 2, &["repeat"]),
+        ("origins = \"sometimes\"\n", 1, &["origins", "\"yes\""]),
+        ("fail-on = \"definitely\"\n", 1, &["fail-on"]),
+        ("\n\ntimeout = \"soon\"\n", 3, &["timeout"]),
+        ("repeat = 0\n", 1, &["repeat"]),
+        ("suppressions = [\"missing.supp\"]\n", 1, &["missing.supp"]),
+        ("fail-on = \n", 1, &[]),
+    ];
+    let file = dir.join("leakgate.toml");
+    for (text, line, wanted) in cases {
+        std::fs::write(&file, text).unwrap();
+        let out = leakgate(&dir, &["analyze", xml]);
+        assert_eq!(code(&out), 2, "{text:?}: {}", describe(&out));
+        let err = stderr(&out);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{text:?}: one line: {err}");
+        let prefix = format!("leakgate: error: {}:{line}: ", file.display());
+        assert!(lines[0].starts_with(&prefix), "{text:?}: {err}");
+        for w in *wanted {
+            assert!(lines[0].contains(w), "{text:?}: {w:?} in {err}");
+        }
+    }
+    // The same in pyproject.toml's table: the line is the file's.
+    std::fs::remove_file(&file).unwrap();
+    std::fs::write(
+        dir.join("pyproject.toml"),
+        "[project]\nname = \"spam\"\n\n[tool.leakgate]\nfail-on = \"none\"\nmax-leaked-byte = 10\n",
+    )
+    .unwrap();
+    let out = leakgate(&dir, &["analyze", xml]);
+    assert_eq!(code(&out), 2, "{}", describe(&out));
+    let prefix = format!(
+        "leakgate: error: {}:6: unknown key `max-leaked-byte` (did you mean `max-leaked-bytes`?)",
+        dir.join("pyproject.toml").display()
+    );
+    assert!(stderr(&out).starts_with(&prefix), "{}", describe(&out));
+    // --no-config gets past it; a missing --config file is exit 2.
+    let out = leakgate(&dir, &["analyze", "--no-config", xml]);
+    assert_eq!(code(&out), 1, "{}", describe(&out));
+    let out = leakgate(&dir, &["--config", "nope.toml", "analyze", xml]);
+    assert_eq!(code(&out), 2, "{}", describe(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", describe(&out));
+}
+
+#[test]
+fn run_v_names_the_configuration() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    let exe = common::build_c("c/leak_kinds.c", dir);
+    std::fs::create_dir_all(dir.join("tests")).unwrap();
+    std::fs::write(
+        dir.join("pyproject.toml"),
+        "[tool.leakgate]\nfail-on = \"none\"\nnum-callers = 30\nkeep-xml = \"kept-xml\"\n",
+    )
+    .unwrap();
+    let out = leakgate(
+        &dir.join("tests"),
+        &["run", "-v", "--", exe.to_str().unwrap()],
+    );
+    assert_eq!(code(&out), 0, "{}", describe(&out));
+    let named = format!(
+        "leakgate: config: {} [tool.leakgate]",
+        dir.join("pyproject.toml").display()
+    );
+    assert!(stderr(&out).contains(&named), "{}", describe(&out));
+    // The file's valgrind options reach valgrind; its paths are relative
+    // to the file, not to the working directory.
+    let kept: Vec<_> = std::fs::read_dir(dir.join("kept-xml"))
+        .expect("keep-xml = \"kept-xml\" relative to pyproject.toml")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!kept.is_empty());
+    let xml = std::fs::read_to_string(&kept[0]).unwrap();
+    assert!(
+        xml.contains("<arg>--num-callers=30</arg>"),
+        "the file's num-callers reaches valgrind: {}",
+        &xml[..xml.len().min(3000)]
+    );
+}
+
+/// The `with:` keys of the workflow's leakgate step.
+fn workflow_with_keys(workflow: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut in_step = false;
+    let mut in_with = false;
+    for line in workflow.lines() {
+        let t = line.trim_start();
+        if t.starts_with("- ") {
+            in_step = t.contains("leakgate/leakgate@");
+            in_with = false;
+            continue;
+        }
+        if in_step && t == "with:" {
+            in_with = true;
+            continue;
+        }
+        if in_with && let Some((k, _)) = t.split_once(':') {
+            keys.push(k.trim().to_string());
+        }
+    }
+    keys
+}
+
+/// The inputs declared by the repository's `action.yml`.
+fn action_inputs() -> Vec<String> {
+    let text = std::fs::read_to_string(common::repo_root().join("action.yml"))
+        .expect("action.yml at the repository root");
+    let mut inputs = Vec::new();
+    let mut in_inputs = false;
+    for line in text.lines() {
+        if !line.starts_with(' ') && !line.trim().is_empty() {
+            in_inputs = line.starts_with("inputs:");
+            continue;
+        }
+        if in_inputs
+            && line.starts_with("  ")
+            && !line.starts_with("   ")
+            && let Some((k, _)) = line.trim().split_once(':')
+        {
+            inputs.push(k.to_string());
+        }
+    }
+    inputs
+}
+
+#[test]
+fn init_writes_config_baseline_and_workflow_and_refuses_to_overwrite() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    let exe = common::build_c("c/leak_kinds.c", dir);
+    let exe = exe.to_str().unwrap();
+
+    // A target that cannot start: the baseline run fails, nothing is written.
+    let out = leakgate(dir, &["init", "--", "./no-such-program"]);
+    assert_ne!(code(&out), 0, "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("nothing was written") || code(&out) == 2,
+        "{}",
+        describe(&out)
+    );
+    for f in [
+        "leakgate.toml",
+        "leakgate-baseline.json",
+        ".github/workflows/leakgate.yml",
+    ] {
+        assert!(!dir.join(f).exists(), "{f} written by a failed init");
+    }
+
+    let out = leakgate(dir, &["init", "--timeout", "10m", "--", exe]);
+    assert_eq!(code(&out), 0, "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("init: wrote leakgate-baseline.json"),
+        "{}",
+        describe(&out)
+    );
+    let config = std::fs::read_to_string(dir.join("leakgate.toml")).unwrap();
+    assert!(config.contains("baseline = \"leakgate-baseline.json\""));
+    assert!(config.contains("timeout = \"10m\""));
+    let baseline: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("leakgate-baseline.json")).unwrap())
+            .unwrap();
+    assert!(
+        !baseline["findings"].as_array().unwrap().is_empty(),
+        "the leaks are in the baseline: {baseline}"
+    );
+    assert!(!dir.join("leakgate-baseline.json.init-tmp").exists());
+
+    // The workflow runs the command with the repository's action, with
+    // inputs the action declares.
+    let workflow = std::fs::read_to_string(dir.join(".github/workflows/leakgate.yml")).unwrap();
+    assert!(workflow.contains("uses: actions/checkout@v4"), "{workflow}");
+    assert!(
+        workflow.contains("run: make"),
+        "not a Python project: {workflow}"
+    );
+    let keys = workflow_with_keys(&workflow);
+    assert!(keys.contains(&"command".to_string()), "{workflow}");
+    let inputs = action_inputs();
+    for k in &keys {
+        assert!(
+            inputs.contains(k),
+            "with: {k} is not an input of action.yml ({inputs:?})"
+        );
+    }
+
+    // The gate it set up passes: today's leaks are known.
+    let out = leakgate(dir, &["run", "--", exe]);
+    assert_eq!(code(&out), 0, "{}", describe(&out));
+
+    // A second init refuses before writing anything.
+    let before = std::fs::read_to_string(dir.join("leakgate.toml")).unwrap();
+    let out = leakgate(dir, &["init", "--", exe]);
+    assert_eq!(code(&out), 2, "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("already exists"),
+        "{}",
+        describe(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("leakgate.toml")).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn init_appends_a_table_to_pyproject() {
+    let (_tmp, dir) = project_with_report();
+    let original = "[project]\nname = \"spam\"\nversion = \"1.0\"\n\n[tool.other]\nx = 1";
+    std::fs::write(dir.join("pyproject.toml"), original).unwrap();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let out = leakgate(
+        &dir,
+        &[
+            "init",
+            "--no-baseline",
+            "--workflow",
+            "none",
+            "--fail-on",
+            "none",
+            "--src-root",
+            "src",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", describe(&out));
+    let text = std::fs::read_to_string(dir.join("pyproject.toml")).unwrap();
+    assert!(text.starts_with(original), "{text}");
+    assert!(text.contains("\n[tool.leakgate]\n"), "{text}");
+    assert!(!dir.join("leakgate.toml").exists());
+    assert!(!dir.join(".github").exists());
+    // It is read back: the gate is off.
+    let out = leakgate(&dir, &["analyze", "-v", "leak_kinds.xml"]);
+    assert_eq!(code(&out), 0, "{}", describe(&out));
+    assert!(
+        stderr(&out).contains("[tool.leakgate]"),
+        "{}",
+        describe(&out)
+    );
+    // Again: refused, the file unchanged.
+    let out = leakgate(&dir, &["init", "--no-baseline", "--workflow", "none"]);
+    assert_eq!(code(&out), 2, "{}", describe(&out));
+    assert!(stderr(&out).contains("already has a [tool.leakgate] table"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("pyproject.toml")).unwrap(),
+        text
+    );
+    // Without a command, the default (baseline and workflow) is refused.
+    let tmp2 = common::tempdir();
+    let out = leakgate(tmp2.path(), &["init"]);
+    assert_eq!(code(&out), 2, "{}", describe(&out));
+    assert!(stderr(&out).contains("after `--`"), "{}", describe(&out));
+    assert_eq!(std::fs::read_dir(tmp2.path()).unwrap().count(), 0);
+}
