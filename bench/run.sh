@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh - leakgate's performance benchmark (see README "Performance").
+# bench/run.sh - leakgate's performance benchmark (see docs/performance.md).
 #
 # Prepares the inputs (decompresses the torch corpus, 1.76 GB; a second copy
 # as a second process's report; builds the CPython test extension), then runs,

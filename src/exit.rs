@@ -1,4 +1,4 @@
-//! leakgate's exit codes, in one place (README.md "Exit codes").
+//! leakgate's exit codes, in one place (docs/exit-codes.md).
 //!
 //! When several apply: [`USAGE`] (decided before the gate runs), then
 //! [`INTERNAL`], then [`FAIL`], then [`INCOMPLETE`], then [`TARGET`]. The

@@ -1,6 +1,6 @@
 //! The report model: what every renderer (text, JSON, later JUnit/SARIF/HTML)
 //! shows. Its serde form *is* the JSON contract (`schema_version` 1, see
-//! README.md "JSON report"); names and meanings of existing fields never
+//! docs/json.md); names and meanings of existing fields never
 //! change, fields may be added.
 
 use std::collections::BTreeMap;
@@ -517,7 +517,7 @@ impl Status {
         }
     }
 
-    /// The exit code of this verdict (README "Exit codes", `crate::exit`).
+    /// The exit code of this verdict (docs/exit-codes.md, `crate::exit`).
     pub fn exit_code(self) -> i32 {
         use crate::exit;
         match self {

@@ -53,7 +53,8 @@ impl fmt::Display for VgVersion {
 }
 
 /// The releases whose live runs leakgate's CI checks (keep in step with
-/// `.ci/run`, `tests/it/versions.rs` and the README's version table).
+/// `.ci/run`, `tests/it/versions.rs` and the version table of
+/// docs/valgrind-versions.md).
 pub const TESTED: [VgVersion; 4] = [
     VgVersion::new(3, 19, 0),
     VgVersion::new(3, 22, 0),

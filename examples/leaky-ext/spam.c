@@ -3,7 +3,7 @@
  * one obvious memory leak (spam.leaky) and one correct function (spam.tidy).
  *
  * Build: python3 setup.py build_ext --inplace
- * Run:   leakgate run -- python3 test_spam.py   (see README.md)
+ * Run:   leakgate run -- python3 test_spam.py   (see README.md here)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

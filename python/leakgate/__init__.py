@@ -3,7 +3,7 @@ Valgrind Memcheck, and tell yours from interpreter and runtime noise.
 
 The tool is the ``leakgate`` command that ``pip install leakgate`` puts on the
 environment's PATH (``leakgate run -- python -m pytest tests/``); see its
-README. This package only finds that executable (``python -m leakgate ...``
+README and docs/. This package only finds that executable (``python -m leakgate ...``
 runs it when the environment's ``bin`` directory is not on PATH) and
 re-exports the checkpoint probe of ``leakgate_probe``.
 """

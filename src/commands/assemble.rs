@@ -28,7 +28,7 @@ pub(super) fn build_report(
     if let Some(pt) = &analysis_per_test {
         notes.extend(pt.notes.iter().cloned());
         if let Some(fl) = pt.free_lists.as_deref().filter(|fl| *fl != "off") {
-            notes.push(format!("CPython free lists stayed on: {fl}; a leaked tuple, list, dict or float may carry the allocation stack of the code that first allocated its block (README: CPython free lists and refcount leaks)"));
+            notes.push(format!("CPython free lists stayed on: {fl}; a leaked tuple, list, dict or float may carry the allocation stack of the code that first allocated its block (docs/attribution.md: CPython free lists and refcount leaks)"));
         }
     }
     let free_lists_off = analysis_per_test

@@ -243,8 +243,8 @@ const OBJECTS_NAMED: usize = 3;
 /// objects under `site-packages`/`dist-packages`: one line naming those
 /// objects and how to claim one (`--user-object`). An extension installed
 /// with `pip install .` lands there; it is the user's only when its frames'
-/// sources lie under a source root (README "Extensions installed into
-/// site-packages").
+/// sources lie under a source root (docs/attribution.md, "Extensions
+/// installed into site-packages").
 pub fn site_packages_hint(policy: &Policy, findings: &[Finding]) -> Option<String> {
     if findings.iter().any(Finding::is_gated) {
         return None;

@@ -1,5 +1,5 @@
 //! The JSON renderer: the report model serialised as is (the contract lives
-//! in `report.rs` and README.md).
+//! in `report.rs` and docs/json.md).
 
 use crate::report::Report;
 

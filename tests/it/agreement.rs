@@ -9,7 +9,7 @@
 //! (`common::outputs`). The JSON is the reference: a finding is *gated* when
 //! `findings[].gated` says so, and *fails* when it is gated and is not a
 //! leak, or no `--max-leaked-bytes` was given, or the gated leaks' bytes
-//! (direct bytes) exceed it (README "CI", `gate::verdict`); a `fails`
+//! (direct bytes) exceed it (docs/ci.md, `gate::verdict`); a `fails`
 //! field in the JSON, when there is one, must say the same. Each renderer is
 //! read back for what it shows of each finding:
 //!

@@ -4,7 +4,8 @@
 //! of `tests/programs/c/baseline.c`; the CI outputs checked by real
 //! consumers (SARIF against the official 2.1.0 schema with `jsonschema`,
 //! JUnit with `junitparser`, Code Quality against GitLab's required fields);
-//! GitHub annotations and step summary; and the README's CI examples.
+//! GitHub annotations and step summary; and the CI examples of docs/ci.md
+//! and of README's "CI" section.
 //!
 //! Each program runs once under Valgrind (`--keep-xml`); the policies are
 //! then applied to the kept XML with `leakgate analyze`, which shares the
@@ -1043,22 +1044,32 @@ fn codequality_markdown_and_github_annotations() {
     );
 }
 
-// ---------------------------------------------------------------- README
+// ------------------------------------------------- docs/ci.md and README
 
-/// The `leakgate run` command lines in the code blocks of the README's
-/// "CI" section.
-fn readme_commands() -> Vec<Vec<String>> {
-    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).unwrap();
-    let mut in_block = false;
+/// The CI documentation: all of docs/ci.md, then the README's "CI" section.
+fn ci_docs() -> String {
+    let root = common::repo_root();
+    let mut text = std::fs::read_to_string(root.join("docs/ci.md")).unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let mut in_ci = false;
-    let mut cmds = Vec::new();
     for line in readme.lines() {
         if line.starts_with("## ") {
             in_ci = line == "## CI";
         }
-        if !in_ci {
-            continue;
+        if in_ci {
+            text.push('\n');
+            text.push_str(line);
         }
+    }
+    text
+}
+
+/// The `leakgate run` command lines in the code blocks of docs/ci.md and
+/// of the README's "CI" section.
+fn readme_commands() -> Vec<Vec<String>> {
+    let mut in_block = false;
+    let mut cmds = Vec::new();
+    for line in ci_docs().lines() {
         if line.trim_start().starts_with("```") {
             in_block = !in_block;
             continue;

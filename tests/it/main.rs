@@ -22,6 +22,7 @@ mod c_programs;
 mod ci_gate;
 mod corpus;
 mod distribution;
+mod docs;
 mod free_lists;
 mod generate;
 mod hostile;

@@ -6,8 +6,8 @@
 //! function, file, line, bytes, blocks, occurrences, and per-test growth),
 //! with every process' report complete and records conserved.
 //!
-//! Scenarios, one representative of each live suite (README "Valgrind
-//! versions" says why these): C and C++ programs (`c_programs.rs`), a
+//! Scenarios, one representative of each live suite (docs/valgrind-versions.md
+//! says why these): C and C++ programs (`c_programs.rs`), a
 //! CPython and a pybind11 extension (`python_ext.rs`), multiprocessing
 //! (`real_runs.rs`), per-test pytest checkpoints (`per_test.rs`), the
 //! suppression differential against Valgrind's own matcher

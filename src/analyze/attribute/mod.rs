@@ -6,7 +6,8 @@
 //! into the user's object from headers outside the user's roots) are skipped,
 //! and the first frame left decides: user code makes the record the user's,
 //! anything else makes it noise labelled by that frame's library. The rule is
-//! written for users in README.md ("How leakgate decides what is yours").
+//! written for users in docs/attribution.md ("How leakgate decides what is
+//! yours").
 
 mod names;
 mod objects;
@@ -52,7 +53,7 @@ enum Role {
     Decide(Source),
 }
 
-/// Which user-code rule applies (for the report and the README).
+/// Which user-code rule applies (for the report and docs/attribution.md).
 #[derive(Debug, Clone, Default)]
 pub struct UserSpec {
     /// `--src-root` directories (canonicalised).

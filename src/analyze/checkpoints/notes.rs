@@ -49,7 +49,7 @@ pub fn recycled_note(findings: &[Finding]) -> Option<String> {
     }
     (blocks > 0).then(|| {
         format!(
-            "{blocks} lost block{} ({bytes} bytes) in `python` noise were made as tuples, lists, dicts or floats, which CPython recycles through its free lists: a recycled block carries the allocation stack of its first owner, not of the code that leaked it; with checkpoints (pytest targets, or --per-test) leakgate turns the free lists off (README: CPython free lists and refcount leaks)",
+            "{blocks} lost block{} ({bytes} bytes) in `python` noise were made as tuples, lists, dicts or floats, which CPython recycles through its free lists: a recycled block carries the allocation stack of its first owner, not of the code that leaked it; with checkpoints (pytest targets, or --per-test) leakgate turns the free lists off (docs/attribution.md: CPython free lists and refcount leaks)",
             if blocks == 1 { "" } else { "s" }
         )
     })
@@ -110,7 +110,7 @@ pub(super) fn python_only_growth<'a>(findings: impl Iterator<Item = &'a Finding>
             let g = &by[&k];
             (!g.user && g.records > 0).then(|| {
                 format!(
-                    "{k}: {} byte{} in {} block{} lost at every call, all allocated by the interpreter (`python` noise, {} finding{}) and none in your code: an object made by Python code whose reference an extension never releases (a missing Py_DECREF) leaks like this, and its allocation stack cannot name the line (README: CPython free lists and refcount leaks)",
+                    "{k}: {} byte{} in {} block{} lost at every call, all allocated by the interpreter (`python` noise, {} finding{}) and none in your code: an object made by Python code whose reference an extension never releases (a missing Py_DECREF) leaks like this, and its allocation stack cannot name the line (docs/attribution.md: CPython free lists and refcount leaks)",
                     g.bytes,
                     if g.bytes == 1 { "" } else { "s" },
                     g.blocks,
