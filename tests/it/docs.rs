@@ -54,6 +54,9 @@ const RUNS: &[(&str, i32)] = &[
     // docs/suppressions.md: write a file, then merge into it.
     ("leakgate suppress report-dir/ -o ours.supp", 0),
     ("leakgate suppress report-dir/ --merge-into ours.supp", 0),
+    // docs/configuration.md: a starter configuration only (last: the
+    // commands after it would read it).
+    ("leakgate init --no-baseline --workflow none", 0),
 ];
 
 /// Commands only parsed, each with why it is not run here.
@@ -101,6 +104,26 @@ const NOT_OFFLINE: &[(&str, &str)] = &[
     (
         "leakgate merge --baseline leakgate-baseline.json --sarif leaks.sarif --junit leaks.xml leaks-*.json",
         "the shards' JSON reports of a CI run (per_test:: merges its own shards)",
+    ),
+    (
+        "leakgate --config ci/leakgate.toml analyze leakgate-xml/",
+        "a project's own configuration and XML (project_config:: runs --config on a recorded report)",
+    ),
+    (
+        "leakgate run --no-config -- ./test_leaky",
+        "Valgrind and a program (project_config:: runs --no-config)",
+    ),
+    (
+        "leakgate run -v -- ./test_leaky",
+        "Valgrind and a program (project_config::run_v_names_the_configuration)",
+    ),
+    (
+        "leakgate run -- ./test_leaky",
+        "Valgrind, a program and a broken leakgate.toml (project_config:: checks each error)",
+    ),
+    (
+        "leakgate init -- python -m pytest tests/",
+        "Valgrind and a pytest suite (project_config:: runs init on a C program)",
     ),
 ];
 
@@ -684,7 +707,11 @@ fn offline_commands_run() {
                 "`{cmd}`: exit {code}, the docs say {want}\n{}",
                 String::from_utf8_lossy(&out.stderr)
             ));
-        } else if out.stdout.is_empty() && !cmd.contains(" -o ") && !cmd.contains("--merge-into") {
+        } else if out.stdout.is_empty()
+            && !cmd.contains(" -o ")
+            && !cmd.contains("--merge-into")
+            && !cmd.starts_with("leakgate init")
+        {
             bad.push(format!("`{cmd}` printed nothing"));
         }
     }
@@ -692,6 +719,10 @@ fn offline_commands_run() {
     assert!(
         dir.join("ours.supp").is_file(),
         "`leakgate suppress -o ours.supp` wrote no file"
+    );
+    assert!(
+        dir.join("leakgate.toml").is_file(),
+        "`leakgate init --no-baseline --workflow none` wrote no leakgate.toml"
     );
 }
 
