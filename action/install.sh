@@ -23,7 +23,8 @@
 # a Python with pip, else (or when pip fails) cargo.
 #
 # Outputs: path (the leakgate executable), version (what it says it is).
-# The executable's directory is added to GITHUB_PATH for later steps.
+# The directory of an executable installed here is added to GITHUB_PATH
+# for later steps.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -208,6 +209,6 @@ fi
 echo "leakgate action: leakgate $got at $bin"
 set_output path "$bin"
 set_output version "$got"
-if [[ -n ${GITHUB_PATH:-} ]]; then
+if [[ -n ${GITHUB_PATH:-} && $bin == "$root"/* ]]; then
     dirname "$bin" >>"$GITHUB_PATH"
 fi

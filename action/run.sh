@@ -206,7 +206,10 @@ esac
 
 # --- run ---------------------------------------------------------------------
 
-rm -f -- "$json_out"
+# Stale reports of an earlier run must not pass for this run's.
+for f in "$json_out" "$sarif_out" "$html_out" "$junit_out"; do
+    if [[ -n $f ]]; then rm -f -- "$f"; fi
+done
 stderr_log=$tmp/leakgate-stderr.log
 printf 'leakgate action: running in %s:' "$PWD"
 printf ' %q' "$leakgate" "${args[@]}"
@@ -241,7 +244,10 @@ print(r.get("verdict", {}).get("status", ""), r.get("summary", {}).get("user", {
     fi
 else
     json_out=''
-    # leakgate wrote no report (a usage error, say): its last words are the summary.
+    # leakgate wrote no report (a usage error, say): its last words are the
+    # summary, and the annotation.
+    last=$(grep -v '^[[:space:]]*$' "$stderr_log" 2>/dev/null | tail -n 1 || true)
+    lg_error "leakgate exited $code without a report: ${last:-see the log}"
     summary_note "$(tail -n 5 "$stderr_log" 2>/dev/null || true)"
 fi
 if [[ -z $verdict ]]; then verdict=$(describe_code "$code"); fi

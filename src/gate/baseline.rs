@@ -27,10 +27,7 @@ pub const BASELINE_VERSION: u32 = 1;
 #[derive(Debug, thiserror::Error)]
 pub enum BaselineError {
     #[error("baseline {}: cannot read: {err}", path.display())]
-    Read {
-        path: PathBuf,
-        err: std::io::Error,
-    },
+    Read { path: PathBuf, err: std::io::Error },
     #[error("baseline {}: not a leakgate baseline: {err}", path.display())]
     Parse {
         path: PathBuf,
@@ -39,10 +36,7 @@ pub enum BaselineError {
     #[error("baseline {}: format version {found} is not one this leakgate reads ({BASELINE_VERSION})", path.display())]
     Version { path: PathBuf, found: u32 },
     #[error("baseline {}: cannot write: {err}", path.display())]
-    Write {
-        path: PathBuf,
-        err: std::io::Error,
-    },
+    Write { path: PathBuf, err: std::io::Error },
 }
 
 /// The contents of a baseline file.
