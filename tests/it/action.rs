@@ -276,8 +276,44 @@ fn every_input_is_used_and_every_input_variable_declared() {
     ] {
         assert!(outputs.contains_key(o), "action.yml has no output {o}");
     }
-    // The defaults the scripts assume for an unset variable are the action's.
+    // The line parser agrees with a real YAML parser, where there is one
+    // (PyYAML; an extra check, not a prerequisite).
     let d = defaults();
+    let with_yaml = [common::python(), common::find_on_path("python3".as_ref())]
+        .into_iter()
+        .flatten()
+        .find(|py| {
+            Command::new(py)
+                .args(["-c", "import yaml"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    match with_yaml {
+        Some(py) => {
+            let out = Command::new(py)
+                .args([
+                    "-c",
+                    "import json, sys, yaml\n\
+                     d = yaml.safe_load(open(sys.argv[1]))\n\
+                     print(json.dumps({k: v.get('default', '') for k, v in d['inputs'].items()}))",
+                ])
+                .arg(common::repo_root().join("action.yml"))
+                .output()
+                .unwrap();
+            common::check_success(&out, "PyYAML reads action.yml");
+            let parsed: BTreeMap<String, serde_json::Value> =
+                serde_json::from_slice(&out.stdout).unwrap();
+            let parsed: BTreeMap<String, String> = parsed
+                .into_iter()
+                .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_string()))
+                .collect();
+            assert_eq!(parsed, d, "PyYAML and the line parser");
+        }
+        None => {
+            eprintln!("note: no Python with PyYAML, action.yml checked by the line parser only")
+        }
+    }
+    // The defaults the scripts assume for an unset variable are the action's.
     assert_eq!(d["sarif"], "leakgate.sarif");
     assert_eq!(d["html"], "leakgate-report.html");
     for (name, default) in [
