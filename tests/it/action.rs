@@ -332,6 +332,22 @@ fn every_input_is_used_and_every_input_variable_declared() {
     }
 }
 
+/// The scripts pass shellcheck, where it is installed (an extra check, not a
+/// prerequisite).
+#[test]
+fn scripts_pass_shellcheck() {
+    let Some(sc) = common::find_on_path("shellcheck".as_ref()) else {
+        eprintln!("note: no shellcheck on PATH, not run");
+        return;
+    };
+    let out = Command::new(sc)
+        .current_dir(common::repo_root())
+        .args(["-x", "action/lib.sh", "action/install.sh", "action/run.sh"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show(&out));
+}
+
 // ------------------------------------------------- run.sh's command line
 
 /// A stand-in `leakgate` that writes its arguments (one a line, after the
