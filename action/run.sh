@@ -95,6 +95,9 @@ absolute() {
 # --- inputs ------------------------------------------------------------------
 
 command_line=${INPUT_COMMAND:-}
+# Without the blanks and newlines around it (a YAML block scalar ends in one).
+command_line=${command_line#"${command_line%%[![:space:]]*}"}
+command_line=${command_line%"${command_line##*[![:space:]]}"}
 if [[ -z ${command_line//[[:space:]]/} ]]; then
     input_error "input command: give the command that runs your tests, e.g. 'python -m pytest tests/'"
 fi

@@ -392,7 +392,7 @@ fn run_passes_an_option_only_for_an_input_that_is_set() {
     // The defaults: the report files, nothing that the configuration could set.
     let out = gh.run(
         "run.sh",
-        &[("command", "python -m pytest 'tests/t.py::x[a b]'")],
+        &[("command", "\n python -m pytest 'tests/t.py::x[a b]'\n")],
         &bin,
     );
     assert_eq!(out.status.code(), Some(3), "{}", show(&out));
