@@ -21,26 +21,22 @@ use crate::report::{BaselineEntry, BaselineOut, BaselineState, Finding, Report};
 /// The baseline file format version.
 pub const BASELINE_VERSION: u32 = 1;
 
-/// A baseline file that cannot be used (exit 2).
+/// A baseline file that cannot be used (exit 2). Each message is one line
+/// that already holds the underlying error (`err`), which is therefore not
+/// chained as a `source` too: printed with `{:#}`, it would appear twice.
 #[derive(Debug, thiserror::Error)]
 pub enum BaselineError {
-    #[error("baseline {}: cannot read: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("baseline {}: not a leakgate baseline: {source}", path.display())]
+    #[error("baseline {}: cannot read: {err}", path.display())]
+    Read { path: PathBuf, err: std::io::Error },
+    #[error("baseline {}: not a leakgate baseline: {err}", path.display())]
     Parse {
         path: PathBuf,
-        source: serde_json::Error,
+        err: serde_json::Error,
     },
     #[error("baseline {}: format version {found} is not one this leakgate reads ({BASELINE_VERSION})", path.display())]
     Version { path: PathBuf, found: u32 },
-    #[error("baseline {}: cannot write: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("baseline {}: cannot write: {err}", path.display())]
+    Write { path: PathBuf, err: std::io::Error },
 }
 
 /// The contents of a baseline file.
@@ -54,13 +50,13 @@ pub struct Baseline {
 impl Baseline {
     /// Reads a baseline file.
     pub fn load(path: &Path) -> Result<Baseline, BaselineError> {
-        let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Read {
+        let text = std::fs::read_to_string(path).map_err(|err| BaselineError::Read {
             path: path.to_path_buf(),
-            source,
+            err,
         })?;
-        let b: Baseline = serde_json::from_str(&text).map_err(|source| BaselineError::Parse {
+        let b: Baseline = serde_json::from_str(&text).map_err(|err| BaselineError::Parse {
             path: path.to_path_buf(),
-            source,
+            err,
         })?;
         if b.leakgate_baseline != BASELINE_VERSION {
             return Err(BaselineError::Version {
@@ -92,9 +88,9 @@ impl Baseline {
 
     /// Writes the baseline file.
     pub fn write(&self, path: &Path) -> Result<(), BaselineError> {
-        std::fs::write(path, self.to_json()).map_err(|source| BaselineError::Write {
+        std::fs::write(path, self.to_json()).map_err(|err| BaselineError::Write {
             path: path.to_path_buf(),
-            source,
+            err,
         })
     }
 

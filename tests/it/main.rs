@@ -16,6 +16,7 @@ mod common;
 #[path = "../reference/mod.rs"]
 mod reference;
 
+mod action;
 mod agreement;
 mod bad_input;
 mod c_programs;
