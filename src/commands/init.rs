@@ -143,7 +143,8 @@ fn workflow_text(cmd: &[String], python: bool) -> String {
          - uses: actions/checkout@v4\n\
          {build}      \
          - uses: leakgate/leakgate@v{version}\n        \
-         with:\n          command: {command}\n",
+         with:\n          command: {command}\n          \
+         upload-sarif: true  # findings in the Security tab and on the pull request\n",
         version = env!("CARGO_PKG_VERSION"),
         command = yaml_scalar(&command),
     )

@@ -321,6 +321,7 @@ fn init_writes_config_baseline_and_workflow_and_refuses_to_overwrite() {
     );
     let keys = workflow_with_keys(&workflow);
     assert!(keys.contains(&"command".to_string()), "{workflow}");
+    assert!(keys.contains(&"upload-sarif".to_string()), "{workflow}");
     let inputs = action_inputs();
     for k in &keys {
         assert!(
