@@ -35,21 +35,15 @@ fn toml_list(items: &[PathBuf]) -> String {
 /// The body of the starter configuration (the table's keys, commented).
 fn config_body(a: &InitArgs) -> String {
     let mut b = String::new();
-    b.push_str(
-        "# What fails the gate: definite, indirect, possible, reachable, errors, fds, all, none\n",
-    );
+    b.push_str("# What fails the gate: definite, indirect, possible, reachable, errors, fds, all, none\n");
     b.push_str("# or Valgrind kinds such as InvalidRead (see docs/configuration.md).\n");
     b.push_str(&format!("fail-on = {}\n", toml_str(&a.fail_on)));
     if a.no_baseline {
         b.push_str("# Known findings: only new ones fail. Write one with\n");
-        b.push_str(
-            "#   leakgate run --fail-on none --write-baseline leakgate-baseline.json -- CMD\n",
-        );
+        b.push_str("#   leakgate run --fail-on none --write-baseline leakgate-baseline.json -- CMD\n");
         b.push_str("# baseline = \"leakgate-baseline.json\"\n");
     } else {
-        b.push_str(
-            "# Known findings (written by `leakgate init`): only new ones fail. Refresh with\n",
-        );
+        b.push_str("# Known findings (written by `leakgate init`): only new ones fail. Refresh with\n");
         b.push_str(&format!(
             "#   leakgate run --fail-on none --write-baseline {} -- CMD\n",
             a.baseline.display()
@@ -65,9 +59,7 @@ fn config_body(a: &InitArgs) -> String {
     } else {
         b.push_str(&format!("src-roots = {}\n", toml_list(&a.src_roots)));
     }
-    b.push_str(
-        "# Your suppression files, after the bundled ones (leakgate suppress writes them).\n",
-    );
+    b.push_str("# Your suppression files, after the bundled ones (leakgate suppress writes them).\n");
     if a.suppressions.is_empty() {
         b.push_str("# suppressions = [\"leakgate.supp\"]\n");
     } else {

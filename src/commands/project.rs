@@ -184,11 +184,7 @@ struct Tools {
 /// Where `offset` is in `text`: its 1-based line.
 fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
 }
 
 /// serde's "unknown field `x`, expected one of `a`, `b`": the key and the
@@ -196,7 +192,11 @@ fn line_of(text: &str, offset: usize) -> usize {
 fn unknown_key(message: &str) -> Option<(&str, Vec<&str>)> {
     let rest = message.strip_prefix("unknown field `")?;
     let (key, rest) = rest.split_once('`')?;
-    let known = rest.split('`').skip(1).step_by(2).collect();
+    let known = rest
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .collect();
     Some((key, known))
 }
 
@@ -399,8 +399,7 @@ fn value_enum<T: ValueEnum>(src: &Source, key: &str, v: Spanned<String>) -> Resu
 }
 
 fn duration(src: &Source, key: &str, v: Spanned<String>) -> Result<Duration, ConfigError> {
-    crate::run::parse_duration(v.get_ref())
-        .map_err(|e| src.at(v.span().start, format!("{key}: {e}")))
+    crate::run::parse_duration(v.get_ref()).map_err(|e| src.at(v.span().start, format!("{key}: {e}")))
 }
 
 /// Paths of a list, relative to the file; each must exist when `exist`.
@@ -457,22 +456,10 @@ fn validate(src: &Source, r: Raw) -> Result<Settings, ConfigError> {
         ..Settings::default()
     };
     if let Some(v) = r.src_roots {
-        s.src_roots = Some(paths(
-            src,
-            "src-roots",
-            v,
-            Path::is_dir,
-            "no such directory",
-        )?);
+        s.src_roots = Some(paths(src, "src-roots", v, Path::is_dir, "no such directory")?);
     }
     if let Some(v) = r.suppressions {
-        s.suppressions = Some(paths(
-            src,
-            "suppressions",
-            v,
-            Path::is_file,
-            "no such file",
-        )?);
+        s.suppressions = Some(paths(src, "suppressions", v, Path::is_file, "no such file")?);
     }
     if let Some(v) = r.valgrind {
         // A bare name is looked up on PATH, as `--valgrind` does.
@@ -498,7 +485,9 @@ fn validate(src: &Source, r: Raw) -> Result<Settings, ConfigError> {
     if let Some(v) = r.fail_on {
         let start = v.span().start;
         let list = v.into_inner().0.join(",");
-        s.fail_on = Some(FailOn::parse(&list).map_err(|e| src.at(start, format!("fail-on: {e}")))?);
+        s.fail_on = Some(
+            FailOn::parse(&list).map_err(|e| src.at(start, format!("fail-on: {e}")))?,
+        );
     }
     if let Some(v) = r.repeat {
         if *v.get_ref() == 0 {
@@ -614,12 +603,7 @@ pub fn apply_run(s: &Settings, m: &ArgMatches, a: &mut RunArgs) {
     apply_report(s, m, &mut a.report, Scope::Full);
     set_some(m, "valgrind", &mut a.valgrind, &s.valgrind);
     set(m, "num_callers", &mut a.num_callers, &s.num_callers);
-    set_some(
-        m,
-        "show_leak_kinds",
-        &mut a.show_leak_kinds,
-        &s.show_leak_kinds,
-    );
+    set_some(m, "show_leak_kinds", &mut a.show_leak_kinds, &s.show_leak_kinds);
     set_pair(
         m,
         ["per_test", "no_per_test"],

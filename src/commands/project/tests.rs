@@ -43,10 +43,7 @@ fn pyproject_table_is_read_and_paths_are_relative_to_it() {
     assert!(c.describe().ends_with("pyproject.toml [tool.leakgate]"));
     let s = &c.settings;
     assert_eq!(s.src_roots.as_deref(), Some(&[d.path().join("src")][..]));
-    assert_eq!(
-        s.suppressions.as_deref(),
-        Some(&[d.path().join("my.supp")][..])
-    );
+    assert_eq!(s.suppressions.as_deref(), Some(&[d.path().join("my.supp")][..]));
     assert_eq!(s.repeat, Some(3));
     assert_eq!(s.timeout, Some(Duration::from_secs(600)));
     assert_eq!(s.origins, Some(Origins::Auto));
@@ -159,11 +156,7 @@ fn every_key_applies_to_every_command() {
 #[test]
 fn errors_name_the_file_and_line() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(
-        d.path(),
-        "leakgate.toml",
-        "repeat = 2\n\nfail_on = \"definite\"\n",
-    );
+    let p = write(d.path(), "leakgate.toml", "repeat = 2\n\nfail_on = \"definite\"\n");
     let e = err(&p);
     assert!(e.starts_with(&format!("{}:3: ", p.display())), "{e}");
     assert!(e.contains("fail_on"), "{e}");
@@ -176,36 +169,18 @@ fn errors_name_the_file_and_line() {
 
     let p = write(d.path(), "leakgate.toml", "fail-on = \"definite,lost\"\n");
     let e = err(&p);
-    assert!(
-        e.starts_with(&format!("{}:1: fail-on: ", p.display())),
-        "{e}"
-    );
+    assert!(e.starts_with(&format!("{}:1: fail-on: ", p.display())), "{e}");
 
     let p = write(d.path(), "leakgate.toml", "\n\norigins = \"sometimes\"\n");
     let e = err(&p);
-    assert!(
-        e.contains(":3: origins: invalid value \"sometimes\""),
-        "{e}"
-    );
+    assert!(e.contains(":3: origins: invalid value \"sometimes\""), "{e}");
     assert!(e.contains("\"auto\""), "{e}");
 
     let p = write(d.path(), "leakgate.toml", "timeout = \"soon\"\n");
-    assert!(
-        err(&p).contains(":1: timeout: invalid duration"),
-        "{}",
-        err(&p)
-    );
+    assert!(err(&p).contains(":1: timeout: invalid duration"), "{}", err(&p));
 
-    let p = write(
-        d.path(),
-        "leakgate.toml",
-        "suppressions = [\"nope.supp\"]\n",
-    );
-    assert!(
-        err(&p).contains(":1: suppressions: nope.supp: no such file"),
-        "{}",
-        err(&p)
-    );
+    let p = write(d.path(), "leakgate.toml", "suppressions = [\"nope.supp\"]\n");
+    assert!(err(&p).contains(":1: suppressions: nope.supp: no such file"), "{}", err(&p));
 
     let p = write(d.path(), "leakgate.toml", "repeat = 0\n");
     assert!(err(&p).contains(":1: repeat:"), "{}", err(&p));
@@ -231,11 +206,7 @@ fn discovery_walks_up_and_skips_pyprojects_without_a_table() {
     let deep = d.path().join("a/b/c");
     std::fs::create_dir_all(&deep).unwrap();
     assert!(discover(&deep).unwrap().is_none());
-    write(
-        &d.path().join("a"),
-        "pyproject.toml",
-        "[tool.leakgate]\nrepeat = 2\n",
-    );
+    write(&d.path().join("a"), "pyproject.toml", "[tool.leakgate]\nrepeat = 2\n");
     // mentions leakgate, but has no table: passed over.
     write(
         &d.path().join("a/b"),
