@@ -29,7 +29,8 @@
 # $RUSTC, when set, names the rustc to try first. Without one the aarch64
 # wheel is skipped with a message (an error with --require-aarch64). When
 # qemu-aarch64-static and an arm64 glibc (/lib/ld-linux-aarch64.so.1) are
-# present, the aarch64 executable is also run (`leakgate --version`).
+# present, the aarch64 executable is also run (`leakgate --version`, and
+# `leakgate analyze` on a recorded fixture).
 set -euo pipefail
 
 usage() {
@@ -243,6 +244,20 @@ PY
                 continue
             }
             echo "  under qemu-aarch64-static: $v" >&2
+            # analyze on a recorded fixture: exit 1 (its leaks fail the gate)
+            # and the bundled suppressions loaded.
+            rc=0
+            json=$(qemu-aarch64-static -L / "$dest/leakgate" analyze --format json \
+                "$root/fixtures/recorded/leak_kinds.xml") || rc=$?
+            if [ "$rc" != 1 ] || ! echo "$json" | "$py" -c '
+import json, sys
+r = json.load(sys.stdin)["summary"]
+assert r["records"] == 7 and r["suppressed"]["loaded"] > 100, r'; then
+                echo "error: $name: leakgate analyze under qemu-aarch64-static (exit $rc)" >&2
+                status=1
+                continue
+            fi
+            echo "  under qemu-aarch64-static: leakgate analyze on fixtures/recorded/leak_kinds.xml: exit 1, 7 records" >&2
         else
             echo "  (not run: no qemu-aarch64-static or arm64 glibc)" >&2
         fi
