@@ -206,6 +206,7 @@ for a in "${arches[@]}"; do
         status=1
         continue
     }
+    # shellcheck disable=SC2001 # a prefix on every line
     echo "$show" | sed 's/^/  auditwheel: /' >&2
     # "... is consistent with the following platform tag: "manylinux_2_17_x86_64"."
     verdict=$(echo "$show" | tr '\n' ' ' | sed -n 's/.*consistent with the following platform tag: *"\([^"]*\)".*/\1/p')
