@@ -1,8 +1,12 @@
 //! Distribution tests: what users install is what we test.
 //!
-//! * `pip install leakgate`: the wheel is built with maturin (from the test
-//!   Python's environment, `LEAKGATE_TEST_PYTHON`/`.venv`, which CI gives
-//!   maturin), installed into a fresh venv without network, and used from
+//! * `pip install leakgate`: the manylinux2014 (glibc 2.17) x86-64 wheel is
+//!   built by `dist/build-wheels.sh --arch x86_64` (maturin + zig, from the
+//!   test Python's environment, `LEAKGATE_TEST_PYTHON`/`.venv`, which CI
+//!   gives maturin, ziglang and auditwheel), so the release script itself is
+//!   tested; its tag (file name and `auditwheel show`) and the highest GLIBC
+//!   symbol version its executable needs (<= 2.17) are checked here again.
+//!   Then it is installed into a fresh venv without network, and used from
 //!   that venv's PATH: `leakgate --version`, `leakgate analyze` on a recorded
 //!   fixture, `leakgate run` of the CPython test program, the Python helper
 //!   (`leakgate_probe`, `python -m leakgate`) and its `pytest11` entry point.
@@ -139,45 +143,115 @@ fn check_installed(bin_dir: &Path, work: &Path) {
     );
 }
 
+/// `(major, minor)` of every `GLIBC_x.y[.z]` version the ELF file `exe`
+/// needs (`readelf -V`).
+fn glibc_needs(exe: &Path) -> Vec<(u32, u32)> {
+    let out = output(
+        Command::new("readelf").args(["-V", "-W"]).arg(exe),
+        "readelf",
+    );
+    check(&out, "readelf -V");
+    let text = stdout(&out);
+    let mut v: Vec<(u32, u32)> = text
+        .split("GLIBC_")
+        .skip(1)
+        .filter_map(|rest| {
+            let ver: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            let mut parts = ver.split('.').map(|p| p.parse::<u32>().ok());
+            Some((parts.next()??, parts.next()??))
+        })
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 #[test]
 fn wheel_installs_into_a_fresh_venv() {
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux"))
+        && common::require_or_skip("the x86-64 wheel installs only on x86-64 Linux")
+    {
+        return;
+    }
     let Some(py) = common::python_or_skip() else {
         return;
     };
-    let has_maturin = Command::new(&py)
-        .args(["-m", "maturin", "--version"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !has_maturin && common::require_or_skip(&format!("{} has no maturin", py.display())) {
-        return;
+    for module in ["maturin", "ziglang", "auditwheel"] {
+        let has = Command::new(&py)
+            .args(["-c", &format!("import {module}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !has
+            && common::require_or_skip(&format!(
+                "{} has no {module} (pip install maturin ziglang auditwheel)",
+                py.display()
+            ))
+        {
+            return;
+        }
     }
     let tmp = common::tempdir();
     let wheels = tmp.path().join("wheels");
-    {
+    let out = {
         let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
         let out = output(
-            Command::new(&py)
+            Command::new("bash")
                 .current_dir(common::repo_root())
-                .args(["-m", "maturin", "build", "--release", "--quiet", "--out"])
-                .arg(&wheels)
+                .arg("dist/build-wheels.sh")
+                .args(["--arch", "x86_64", "--python"])
+                .arg(&py)
                 .arg("--target-dir")
-                .arg(build_target_dir()),
-            "maturin build",
+                .arg(build_target_dir())
+                .arg(&wheels),
+            "dist/build-wheels.sh",
         );
-        check(&out, "maturin build --release");
-    }
-    let wheel = std::fs::read_dir(&wheels)
+        check(&out, "dist/build-wheels.sh --arch x86_64");
+        out
+    };
+    let built: Vec<PathBuf> = std::fs::read_dir(&wheels)
         .unwrap()
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .expect("maturin wrote no wheel");
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    let [wheel] = built.as_slice() else {
+        panic!("expected one wheel in {}: {built:?}", wheels.display());
+    };
+    let wheel = wheel.clone();
+    // The script names what it built, with its size.
+    let listed = stdout(&out);
+    assert!(
+        listed.contains(&format!("wheel: {} (", wheel.display())),
+        "{listed}"
+    );
     let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
     assert!(
         name.starts_with(&format!("leakgate-{}-py3-none-", env!("CARGO_PKG_VERSION"))),
         "{name}"
     );
-
+    assert!(
+        name.contains("manylinux_2_17_x86_64") || name.contains("manylinux2014_x86_64"),
+        "not a manylinux2014 wheel: {name}"
+    );
+    // auditwheel's own verdict (its report wraps lines: compare words).
+    let out = output(
+        Command::new(&py)
+            .args(["-m", "auditwheel", "show"])
+            .arg(&wheel),
+        "auditwheel show",
+    );
+    check(&out, "auditwheel show");
+    let words = stdout(&out)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        words.contains("is consistent with the following platform tag: \"manylinux_2_17_x86_64\""),
+        "{words}"
+    );
     // A fresh venv, the wheel only (no index, no dependencies).
     let venv = tmp.path().join("venv");
     let out = output(
@@ -201,6 +275,13 @@ fn wheel_installs_into_a_fresh_venv() {
         "pip install",
     );
     check(&out, "pip install the wheel");
+    // The installed executable needs nothing newer than glibc 2.17.
+    let needs = glibc_needs(&venv.join("bin/leakgate"));
+    assert!(!needs.is_empty(), "no GLIBC_ versions found");
+    assert!(
+        needs.iter().all(|&v| v <= (2, 17)),
+        "needs glibc newer than 2.17: {needs:?}"
+    );
 
     // The Python side: the probe, `python -m leakgate`, the pytest plugin's
     // entry point.
