@@ -334,7 +334,8 @@ fn every_input_is_used_and_every_input_variable_declared() {
     }
 }
 
-/// The scripts pass shellcheck (CI installs it; elsewhere the test skips).
+/// The action's scripts and dist/'s pass shellcheck (CI installs it;
+/// elsewhere the test skips).
 #[test]
 fn scripts_pass_shellcheck() {
     let Some(sc) = common::find_on_path("shellcheck".as_ref()) else {
@@ -343,7 +344,14 @@ fn scripts_pass_shellcheck() {
     };
     let out = Command::new(sc)
         .current_dir(common::repo_root())
-        .args(["-x", "action/lib.sh", "action/install.sh", "action/run.sh"])
+        .args([
+            "-x",
+            "action/lib.sh",
+            "action/install.sh",
+            "action/run.sh",
+            "dist/build-wheels.sh",
+            "dist/debian-aarch64-std.sh",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", show(&out));
