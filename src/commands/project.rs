@@ -565,16 +565,38 @@ enum Scope {
     Merge,
 }
 
+/// The options that decide what is the user's and what is suppressed, of
+/// `run`/`analyze` (in [`ReportArgs`]) and of `suppress`.
+struct Sources<'a> {
+    src_roots: &'a mut Vec<PathBuf>,
+    user_objects: &'a mut Vec<String>,
+    suppressions: &'a mut Vec<PathBuf>,
+    no_bundled_suppressions: &'a mut bool,
+}
+
+fn apply_sources(s: &Settings, m: &ArgMatches, a: Sources) {
+    set(m, "src_roots", a.src_roots, &s.src_roots);
+    set(m, "user_objects", a.user_objects, &s.user_objects);
+    set(m, "suppressions", a.suppressions, &s.suppressions);
+    if let Some(b) = s.bundled_suppressions
+        && !given(m, "no_bundled_suppressions")
+    {
+        *a.no_bundled_suppressions = !b;
+    }
+}
+
 fn apply_report(s: &Settings, m: &ArgMatches, a: &mut ReportArgs, scope: Scope) {
     if scope == Scope::Full {
-        set(m, "src_roots", &mut a.src_roots, &s.src_roots);
-        set(m, "user_objects", &mut a.user_objects, &s.user_objects);
-        set(m, "suppressions", &mut a.suppressions, &s.suppressions);
-        if let Some(b) = s.bundled_suppressions
-            && !given(m, "no_bundled_suppressions")
-        {
-            a.no_bundled_suppressions = !b;
-        }
+        apply_sources(
+            s,
+            m,
+            Sources {
+                src_roots: &mut a.src_roots,
+                user_objects: &mut a.user_objects,
+                suppressions: &mut a.suppressions,
+                no_bundled_suppressions: &mut a.no_bundled_suppressions,
+            },
+        );
     }
     set(
         m,
@@ -670,14 +692,16 @@ pub fn apply_merge(s: &Settings, m: &ArgMatches, a: &mut MergeArgs) {
 
 /// `suppress`: sources, objects, suppression files and the valgrind.
 pub fn apply_suppress(s: &Settings, m: &ArgMatches, a: &mut SuppressArgs) {
-    set(m, "src_roots", &mut a.src_roots, &s.src_roots);
-    set(m, "user_objects", &mut a.user_objects, &s.user_objects);
-    set(m, "suppressions", &mut a.suppressions, &s.suppressions);
-    if let Some(b) = s.bundled_suppressions
-        && !given(m, "no_bundled_suppressions")
-    {
-        a.no_bundled_suppressions = !b;
-    }
+    apply_sources(
+        s,
+        m,
+        Sources {
+            src_roots: &mut a.src_roots,
+            user_objects: &mut a.user_objects,
+            suppressions: &mut a.suppressions,
+            no_bundled_suppressions: &mut a.no_bundled_suppressions,
+        },
+    );
     set_some(m, "valgrind", &mut a.valgrind, &s.valgrind);
 }
 
