@@ -12,9 +12,11 @@
 //!   (`leakgate_probe`, `python -m leakgate`) and its `pytest11` entry point.
 //! * `cargo install --path . --root DIR`: the same checks on the installed
 //!   binary.
+//! * The aarch64 wheel, cross-built by the same script and run under
+//!   qemu-user (`aarch64_wheel_cross_builds`).
 //!
-//! Both build leakgate again (release) in one target directory of their own
-//! under `target/tmp`, one after the other.
+//! Each builds leakgate again (release) in a target directory under
+//! `target/tmp`, one at a time.
 
 use crate::common;
 
@@ -24,7 +26,7 @@ use std::sync::Mutex;
 
 use crate::common::{check_success as check, run_capture as output};
 
-/// The two builds share a target directory: one at a time.
+/// One build at a time (the x86-64 two share a target directory).
 static BUILD: Mutex<()> = Mutex::new(());
 
 fn build_target_dir() -> PathBuf {
@@ -169,16 +171,10 @@ fn glibc_needs(exe: &Path) -> Vec<(u32, u32)> {
     v
 }
 
-#[test]
-fn wheel_installs_into_a_fresh_venv() {
-    if !cfg!(all(target_arch = "x86_64", target_os = "linux"))
-        && common::require_or_skip("the x86-64 wheel installs only on x86-64 Linux")
-    {
-        return;
-    }
-    let Some(py) = common::python_or_skip() else {
-        return;
-    };
+/// The test Python, when it has maturin, ziglang and auditwheel (what
+/// `dist/build-wheels.sh` runs); else skips.
+fn wheel_python() -> Option<PathBuf> {
+    let py = common::python_or_skip()?;
     for module in ["maturin", "ziglang", "auditwheel"] {
         let has = Command::new(&py)
             .args(["-c", &format!("import {module}")])
@@ -190,9 +186,47 @@ fn wheel_installs_into_a_fresh_venv() {
                 py.display()
             ))
         {
-            return;
+            return None;
         }
     }
+    Some(py)
+}
+
+/// `auditwheel show WHEEL`, its words on one line (its report wraps).
+fn auditwheel_words(py: &Path, wheel: &Path) -> String {
+    let out = output(
+        Command::new(py)
+            .args(["-m", "auditwheel", "show"])
+            .arg(wheel),
+        "auditwheel show",
+    );
+    check(&out, "auditwheel show");
+    stdout(&out)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `.whl` files in `dir`.
+fn wheels_in(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect()
+}
+
+#[test]
+fn wheel_installs_into_a_fresh_venv() {
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux"))
+        && common::require_or_skip("the x86-64 wheel installs only on x86-64 Linux")
+    {
+        return;
+    }
+    let Some(py) = wheel_python() else {
+        return;
+    };
     let tmp = common::tempdir();
     let wheels = tmp.path().join("wheels");
     let out = {
@@ -211,12 +245,7 @@ fn wheel_installs_into_a_fresh_venv() {
         check(&out, "dist/build-wheels.sh --arch x86_64");
         out
     };
-    let built: Vec<PathBuf> = std::fs::read_dir(&wheels)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .collect();
+    let built = wheels_in(&wheels);
     let [wheel] = built.as_slice() else {
         panic!("expected one wheel in {}: {built:?}", wheels.display());
     };
@@ -237,17 +266,7 @@ fn wheel_installs_into_a_fresh_venv() {
         "not a manylinux2014 wheel: {name}"
     );
     // auditwheel's own verdict (its report wraps lines: compare words).
-    let out = output(
-        Command::new(&py)
-            .args(["-m", "auditwheel", "show"])
-            .arg(&wheel),
-        "auditwheel show",
-    );
-    check(&out, "auditwheel show");
-    let words = stdout(&out)
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let words = auditwheel_words(&py, &wheel);
     assert!(
         words.contains("is consistent with the following platform tag: \"manylinux_2_17_x86_64\""),
         "{words}"
@@ -311,6 +330,79 @@ leakgate_probe.checkpoint('not under valgrind: a no-op')
     assert!(stdout(&out).starts_with("leakgate "));
 
     check_installed(&venv.join("bin"), tmp.path());
+}
+
+/// The aarch64 wheel, cross-built on this x86-64 machine by
+/// `dist/build-wheels.sh --arch aarch64` with a rustc that has the aarch64
+/// standard library (rustup's target, or Debian's rustc-web with
+/// libstd-rust-web-dev:arm64, which `.ci/run` installs with
+/// `dist/debian-aarch64-std.sh`). The script checks the tag, auditwheel's
+/// verdict and GLIBC <= 2.17, and runs the executable under
+/// qemu-aarch64-static (`--version`, `analyze` of a recorded report); the
+/// tag and auditwheel's verdict are checked here again.
+#[test]
+fn aarch64_wheel_cross_builds() {
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux"))
+        && common::require_or_skip("the aarch64 wheel is cross-built on x86-64 Linux")
+    {
+        return;
+    }
+    let Some(py) = wheel_python() else {
+        return;
+    };
+    let tmp = common::tempdir();
+    let wheels = tmp.path().join("wheels");
+    let out = {
+        let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+        output(
+            Command::new("bash")
+                .current_dir(common::repo_root())
+                .arg("dist/build-wheels.sh")
+                .args(["--arch", "aarch64", "--python"])
+                .arg(&py)
+                .arg("--target-dir")
+                .arg(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("distribution-aarch64"))
+                .arg(&wheels),
+            "dist/build-wheels.sh",
+        )
+    };
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    if out.status.success()
+        && log.contains("SKIP: aarch64 wheel")
+        && common::require_or_skip(
+            "no rustc with the aarch64 standard library (bash dist/debian-aarch64-std.sh)",
+        )
+    {
+        return;
+    }
+    check(&out, "dist/build-wheels.sh --arch aarch64");
+    let built = wheels_in(&wheels);
+    let [wheel] = built.as_slice() else {
+        panic!(
+            "expected one wheel in {}: {built:?}\n{log}",
+            wheels.display()
+        );
+    };
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.contains("manylinux_2_17_aarch64") || name.contains("manylinux2014_aarch64"),
+        "not a manylinux2014 aarch64 wheel: {name}"
+    );
+    let words = auditwheel_words(&py, wheel);
+    assert!(
+        words.contains("is consistent with the following platform tag: \"manylinux_2_17_aarch64\""),
+        "{words}"
+    );
+    // Where qemu-user and an arm64 glibc are installed (CI), the script ran
+    // the aarch64 executable.
+    if common::find_on_path("qemu-aarch64-static".as_ref()).is_some()
+        && Path::new("/lib/ld-linux-aarch64.so.1").exists()
+    {
+        assert!(
+            log.contains("under qemu-aarch64-static: leakgate analyze"),
+            "{log}"
+        );
+    }
 }
 
 #[test]
