@@ -71,7 +71,7 @@ summary_note() {
 }
 
 # The verdict for an exit code when there is no JSON report to read it from
-# (README "Exit codes").
+# (docs/exit-codes.md).
 describe_code() {
     case $1 in
     0) echo pass ;;
