@@ -207,6 +207,23 @@ fn auditwheel_words(py: &Path, wheel: &Path) -> String {
         .join(" ")
 }
 
+/// `dist/build-wheels.sh --arch ARCH --python PY --target-dir TARGET OUT`,
+/// one build at a time.
+fn build_wheels(py: &Path, arch: &str, target: &Path, out: &Path) -> Output {
+    let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+    output(
+        Command::new("bash")
+            .current_dir(common::repo_root())
+            .arg("dist/build-wheels.sh")
+            .args(["--arch", arch, "--python"])
+            .arg(py)
+            .arg("--target-dir")
+            .arg(target)
+            .arg(out),
+        "dist/build-wheels.sh",
+    )
+}
+
 /// The `.whl` files in `dir`.
 fn wheels_in(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
@@ -229,22 +246,8 @@ fn wheel_installs_into_a_fresh_venv() {
     };
     let tmp = common::tempdir();
     let wheels = tmp.path().join("wheels");
-    let out = {
-        let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-        let out = output(
-            Command::new("bash")
-                .current_dir(common::repo_root())
-                .arg("dist/build-wheels.sh")
-                .args(["--arch", "x86_64", "--python"])
-                .arg(&py)
-                .arg("--target-dir")
-                .arg(build_target_dir())
-                .arg(&wheels),
-            "dist/build-wheels.sh",
-        );
-        check(&out, "dist/build-wheels.sh --arch x86_64");
-        out
-    };
+    let out = build_wheels(&py, "x86_64", &build_target_dir(), &wheels);
+    check(&out, "dist/build-wheels.sh --arch x86_64");
     let built = wheels_in(&wheels);
     let [wheel] = built.as_slice() else {
         panic!("expected one wheel in {}: {built:?}", wheels.display());
@@ -352,20 +355,8 @@ fn aarch64_wheel_cross_builds() {
     };
     let tmp = common::tempdir();
     let wheels = tmp.path().join("wheels");
-    let out = {
-        let _guard = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-        output(
-            Command::new("bash")
-                .current_dir(common::repo_root())
-                .arg("dist/build-wheels.sh")
-                .args(["--arch", "aarch64", "--python"])
-                .arg(&py)
-                .arg("--target-dir")
-                .arg(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("distribution-aarch64"))
-                .arg(&wheels),
-            "dist/build-wheels.sh",
-        )
-    };
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("distribution-aarch64");
+    let out = build_wheels(&py, "aarch64", &target, &wheels);
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
     if out.status.success()
         && log.contains("SKIP: aarch64 wheel")
