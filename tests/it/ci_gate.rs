@@ -1046,46 +1046,27 @@ fn codequality_markdown_and_github_annotations() {
 
 // ------------------------------------------------- docs/ci.md and README
 
-/// The CI documentation: all of docs/ci.md, then the README's "CI" section.
-fn ci_docs() -> String {
-    let root = common::repo_root();
-    let mut text = std::fs::read_to_string(root.join("docs/ci.md")).unwrap();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let mut in_ci = false;
-    for line in readme.lines() {
-        if line.starts_with("## ") {
-            in_ci = line == "## CI";
-        }
-        if in_ci {
-            text.push('\n');
-            text.push_str(line);
-        }
-    }
-    text
-}
-
-/// The `leakgate run` command lines in the code blocks of docs/ci.md and
-/// of the README's "CI" section.
+/// The `leakgate run` command lines shown in docs/ci.md and in the README's
+/// "CI" section, found as `docs::` finds every command on the pages.
 fn readme_commands() -> Vec<Vec<String>> {
-    let mut in_block = false;
-    let mut cmds = Vec::new();
-    for line in ci_docs().lines() {
-        if line.trim_start().starts_with("```") {
-            in_block = !in_block;
-            continue;
-        }
-        if !in_block {
-            continue;
-        }
-        let l = line
-            .trim()
-            .trim_start_matches("- ")
-            .trim_start_matches("run: ");
-        if l.starts_with("leakgate run ") {
-            cmds.push(l.split_whitespace().map(str::to_string).collect());
+    let readme = std::fs::read_to_string(common::repo_root().join("README.md")).unwrap();
+    // The README's "## CI" section, as 1-based lines.
+    let mut ci = 0..0;
+    for (i, line) in readme.lines().enumerate() {
+        if line.starts_with("## ") {
+            if line == "## CI" {
+                ci = i + 1..usize::MAX;
+            } else if ci.end == usize::MAX {
+                ci.end = i + 1;
+            }
         }
     }
-    cmds
+    crate::docs::shown_commands()
+        .into_iter()
+        .filter(|s| s.page == "docs/ci.md" || (s.page == "README.md" && ci.contains(&s.line)))
+        .filter(|s| s.argv.get(1).is_some_and(|a| a == "run"))
+        .map(|s| s.argv)
+        .collect()
 }
 
 #[test]

@@ -509,12 +509,12 @@ fn shell_split_takes_the_leakgate_part() {
 }
 
 /// A `leakgate` command shown on a page.
-struct Shown {
-    page: String,
-    line: usize,
+pub(crate) struct Shown {
+    pub(crate) page: String,
+    pub(crate) line: usize,
     /// The command's words joined by one space: its key in the lists.
     text: String,
-    argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
 }
 
 /// The shell lines of a code block, with their lines: `\` continuations
@@ -563,8 +563,8 @@ fn shell_lines(b: &Block) -> Vec<(usize, String)> {
 }
 
 /// Every `leakgate` command in the shell, console, YAML and plain code
-/// blocks of the pages, in page order.
-fn shown_commands() -> Vec<Shown> {
+/// blocks of the pages, in page order (also what `ci_gate::` runs).
+pub(crate) fn shown_commands() -> Vec<Shown> {
     let mut out = Vec::new();
     for (page, text) in pages() {
         for b in code_blocks(&text) {
