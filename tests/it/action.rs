@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::common;
+use crate::common::show;
 
 fn action_yml() -> String {
     std::fs::read_to_string(common::repo_root().join("action.yml")).expect("read action.yml")
@@ -184,15 +185,6 @@ impl Gh {
         }
         out
     }
-}
-
-fn show(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The directory of the `leakgate` binary under test.

@@ -10,6 +10,7 @@
 //! baseline run followed by the gate run it sets up.
 
 use crate::common;
+use crate::common::show;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -29,15 +30,6 @@ fn code(out: &Output) -> i32 {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn describe(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        stderr(out)
-    )
 }
 
 /// A project with a recorded report that fails the default gate (a
@@ -63,11 +55,11 @@ fn pyproject_table_is_found_upwards_and_the_command_line_wins() {
 
     // No configuration: the default gate fails on the definite leak.
     let out = leakgate(&deeper, &["analyze", "-v", xml]);
-    assert_eq!(code(&out), 1, "{}", describe(&out));
+    assert_eq!(code(&out), 1, "{}", show(&out));
     assert!(
         stderr(&out).contains("leakgate: config: none"),
         "{}",
-        describe(&out)
+        show(&out)
     );
 
     // A pyproject.toml without the table is passed over; one above it
@@ -84,46 +76,46 @@ fn pyproject_table_is_found_upwards_and_the_command_line_wins() {
     .unwrap();
     std::fs::create_dir_all(dir.join("out")).unwrap();
     let out = leakgate(&deeper, &["analyze", "-v", xml]);
-    assert_eq!(code(&out), 0, "{}", describe(&out));
+    assert_eq!(code(&out), 0, "{}", show(&out));
     let named = format!(
         "leakgate: config: {} [tool.leakgate]",
         dir.join("pyproject.toml").display()
     );
-    assert!(stderr(&out).contains(&named), "{}", describe(&out));
+    assert!(stderr(&out).contains(&named), "{}", show(&out));
     // Paths are relative to the file, not to the working directory.
     assert!(dir.join("out/leakgate.sarif").is_file());
     assert!(!deeper.join("out").exists());
 
     // The command line wins over the file.
     let out = leakgate(&deeper, &["analyze", "--fail-on", "definite", xml]);
-    assert_eq!(code(&out), 1, "{}", describe(&out));
+    assert_eq!(code(&out), 1, "{}", show(&out));
     // --no-config reads none; --config names another file.
     let out = leakgate(&deeper, &["analyze", "--no-config", xml]);
-    assert_eq!(code(&out), 1, "{}", describe(&out));
+    assert_eq!(code(&out), 1, "{}", show(&out));
     std::fs::write(dir.join("strict.toml"), "fail-on = \"all\"\n").unwrap();
     let strict = dir.join("strict.toml");
     let out = leakgate(
         &deeper,
         &["--config", strict.to_str().unwrap(), "analyze", "-v", xml],
     );
-    assert_eq!(code(&out), 1, "{}", describe(&out));
+    assert_eq!(code(&out), 1, "{}", show(&out));
     assert!(
         stderr(&out).contains(&format!("leakgate: config: {}", strict.display())),
         "{}",
-        describe(&out)
+        show(&out)
     );
 
     // A leakgate.toml in the same directory comes before pyproject.toml.
     std::fs::write(dir.join("leakgate.toml"), "fail-on = \"definite\"\n").unwrap();
     let out = leakgate(&deeper, &["analyze", "-v", xml]);
-    assert_eq!(code(&out), 1, "{}", describe(&out));
+    assert_eq!(code(&out), 1, "{}", show(&out));
     assert!(
         stderr(&out).contains(&format!(
             "leakgate: config: {}",
             dir.join("leakgate.toml").display()
         )),
         "{}",
-        describe(&out)
+        show(&out)
     );
 }
 
@@ -150,7 +142,7 @@ fn bad_configurations_are_exit_2_with_file_and_line() {
     for (text, line, wanted) in cases {
         std::fs::write(&file, text).unwrap();
         let out = leakgate(&dir, &["analyze", xml]);
-        assert_eq!(code(&out), 2, "{text:?}: {}", describe(&out));
+        assert_eq!(code(&out), 2, "{text:?}: {}", show(&out));
         let err = stderr(&out);
         let lines: Vec<&str> = err.lines().collect();
         assert_eq!(lines.len(), 1, "{text:?}: one line: {err}");
@@ -168,18 +160,18 @@ fn bad_configurations_are_exit_2_with_file_and_line() {
     )
     .unwrap();
     let out = leakgate(&dir, &["analyze", xml]);
-    assert_eq!(code(&out), 2, "{}", describe(&out));
+    assert_eq!(code(&out), 2, "{}", show(&out));
     let prefix = format!(
         "leakgate: error: {}:6: unknown key `max-leaked-byte` (did you mean `max-leaked-bytes`?)",
         dir.join("pyproject.toml").display()
     );
-    assert!(stderr(&out).starts_with(&prefix), "{}", describe(&out));
+    assert!(stderr(&out).starts_with(&prefix), "{}", show(&out));
     // --no-config gets past it; a missing --config file is exit 2.
     let out = leakgate(&dir, &["analyze", "--no-config", xml]);
-    assert_eq!(code(&out), 1, "{}", describe(&out));
+    assert_eq!(code(&out), 1, "{}", show(&out));
     let out = leakgate(&dir, &["--config", "nope.toml", "analyze", xml]);
-    assert_eq!(code(&out), 2, "{}", describe(&out));
-    assert_eq!(stderr(&out).lines().count(), 1, "{}", describe(&out));
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", show(&out));
 }
 
 #[test]
@@ -200,12 +192,12 @@ fn run_v_names_the_configuration() {
         &dir.join("tests"),
         &["run", "-v", "--", exe.to_str().unwrap()],
     );
-    assert_eq!(code(&out), 0, "{}", describe(&out));
+    assert_eq!(code(&out), 0, "{}", show(&out));
     let named = format!(
         "leakgate: config: {} [tool.leakgate]",
         dir.join("pyproject.toml").display()
     );
-    assert!(stderr(&out).contains(&named), "{}", describe(&out));
+    assert!(stderr(&out).contains(&named), "{}", show(&out));
     // The file's valgrind options reach valgrind; its paths are relative
     // to the file, not to the working directory.
     let kept: Vec<_> = std::fs::read_dir(dir.join("kept-xml"))
@@ -278,11 +270,11 @@ fn init_writes_config_baseline_and_workflow_and_refuses_to_overwrite() {
 
     // A target that cannot start: the baseline run fails, nothing is written.
     let out = leakgate(dir, &["init", "--", "./no-such-program"]);
-    assert_ne!(code(&out), 0, "{}", describe(&out));
+    assert_ne!(code(&out), 0, "{}", show(&out));
     assert!(
         stderr(&out).contains("nothing was written") || code(&out) == 2,
         "{}",
-        describe(&out)
+        show(&out)
     );
     for f in [
         "leakgate.toml",
@@ -293,11 +285,11 @@ fn init_writes_config_baseline_and_workflow_and_refuses_to_overwrite() {
     }
 
     let out = leakgate(dir, &["init", "--timeout", "10m", "--", exe]);
-    assert_eq!(code(&out), 0, "{}", describe(&out));
+    assert_eq!(code(&out), 0, "{}", show(&out));
     assert!(
         stderr(&out).contains("init: wrote leakgate-baseline.json"),
         "{}",
-        describe(&out)
+        show(&out)
     );
     let config = std::fs::read_to_string(dir.join("leakgate.toml")).unwrap();
     assert!(config.contains("baseline = \"leakgate-baseline.json\""));
@@ -332,17 +324,13 @@ fn init_writes_config_baseline_and_workflow_and_refuses_to_overwrite() {
 
     // The gate it set up passes: today's leaks are known.
     let out = leakgate(dir, &["run", "--", exe]);
-    assert_eq!(code(&out), 0, "{}", describe(&out));
+    assert_eq!(code(&out), 0, "{}", show(&out));
 
     // A second init refuses before writing anything.
     let before = std::fs::read_to_string(dir.join("leakgate.toml")).unwrap();
     let out = leakgate(dir, &["init", "--", exe]);
-    assert_eq!(code(&out), 2, "{}", describe(&out));
-    assert!(
-        stderr(&out).contains("already exists"),
-        "{}",
-        describe(&out)
-    );
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(stderr(&out).contains("already exists"), "{}", show(&out));
     assert_eq!(
         std::fs::read_to_string(dir.join("leakgate.toml")).unwrap(),
         before
@@ -368,7 +356,7 @@ fn init_appends_a_table_to_pyproject() {
             "src",
         ],
     );
-    assert_eq!(code(&out), 0, "{}", describe(&out));
+    assert_eq!(code(&out), 0, "{}", show(&out));
     let text = std::fs::read_to_string(dir.join("pyproject.toml")).unwrap();
     assert!(text.starts_with(original), "{text}");
     assert!(text.contains("\n[tool.leakgate]\n"), "{text}");
@@ -376,15 +364,11 @@ fn init_appends_a_table_to_pyproject() {
     assert!(!dir.join(".github").exists());
     // It is read back: the gate is off.
     let out = leakgate(&dir, &["analyze", "-v", "leak_kinds.xml"]);
-    assert_eq!(code(&out), 0, "{}", describe(&out));
-    assert!(
-        stderr(&out).contains("[tool.leakgate]"),
-        "{}",
-        describe(&out)
-    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    assert!(stderr(&out).contains("[tool.leakgate]"), "{}", show(&out));
     // Again: refused, the file unchanged.
     let out = leakgate(&dir, &["init", "--no-baseline", "--workflow", "none"]);
-    assert_eq!(code(&out), 2, "{}", describe(&out));
+    assert_eq!(code(&out), 2, "{}", show(&out));
     assert!(stderr(&out).contains("already has a [tool.leakgate] table"));
     assert_eq!(
         std::fs::read_to_string(dir.join("pyproject.toml")).unwrap(),
@@ -393,7 +377,7 @@ fn init_appends_a_table_to_pyproject() {
     // Without a command, the default (baseline and workflow) is refused.
     let tmp2 = common::tempdir();
     let out = leakgate(tmp2.path(), &["init"]);
-    assert_eq!(code(&out), 2, "{}", describe(&out));
-    assert!(stderr(&out).contains("after `--`"), "{}", describe(&out));
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(stderr(&out).contains("after `--`"), "{}", show(&out));
     assert_eq!(std::fs::read_dir(tmp2.path()).unwrap().count(), 0);
 }

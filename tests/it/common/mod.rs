@@ -305,6 +305,16 @@ pub(crate) fn run_capture(cmd: &mut Command, what: &str) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
 }
 
+/// A finished command's exit code, stdout and stderr, for assertion messages.
+pub(crate) fn show(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// Panics with the command's stdout and stderr unless it succeeded.
 pub(crate) fn check_success(out: &Output, what: &str) {
     assert!(
