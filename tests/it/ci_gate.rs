@@ -12,6 +12,7 @@
 //! gate with `run`.
 
 use crate::common;
+use crate::common::{code, stderr};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -31,14 +32,6 @@ fn lg(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         c.env(k, v);
     }
     c.output().expect("run leakgate")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit code")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// `leakgate SUB --format json -o DIR/report.json OPTS TAIL`: (exit code, report).

@@ -7,6 +7,7 @@
 //! console messages and takes a screenshot.
 
 use crate::common;
+use crate::common::stderr;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -22,10 +23,6 @@ fn leakgate(dir: &Path, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run leakgate")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 fn read(p: &Path) -> String {

@@ -10,7 +10,7 @@
 //! baseline run followed by the gate run it sets up.
 
 use crate::common;
-use crate::common::show;
+use crate::common::{code, show, stderr};
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -22,14 +22,6 @@ fn leakgate(dir: &Path, args: &[&str]) -> Output {
         .env_remove("GITHUB_ACTIONS")
         .output()
         .expect("run leakgate")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit code")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A project with a recorded report that fails the default gate (a

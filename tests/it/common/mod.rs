@@ -305,6 +305,16 @@ pub(crate) fn run_capture(cmd: &mut Command, what: &str) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
 }
 
+/// A finished command's exit code (panics when a signal ended it).
+pub(crate) fn code(out: &Output) -> i32 {
+    out.status.code().expect("exit code")
+}
+
+/// A finished command's standard error, as text.
+pub(crate) fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// A finished command's exit code, stdout and stderr, for assertion messages.
 pub(crate) fn show(out: &Output) -> String {
     format!(
