@@ -8,6 +8,10 @@
 /// What every marker's `<clientmsg>` text starts with.
 pub const MARKER_PREFIX: &str = "leakgate-checkpoint ";
 
+/// What the exit hook's `<clientmsg>` (`gcleaks.c`: how many objects the
+/// garbage collector listed, how many it took out of its lists) starts with.
+pub const GC_PREFIX: &str = "leakgate-gc ";
+
 /// The probe's files, embedded: leakgate writes them into its private
 /// directory and puts that on the target's `PYTHONPATH`.
 pub const PROBE_FILES: &[(&str, &str)] = &[
@@ -31,7 +35,16 @@ pub const PROBE_FILES: &[(&str, &str)] = &[
         "freelists.c",
         include_str!("../python/leakgate_probe/freelists.c"),
     ),
+    (
+        "gcleaks.c",
+        include_str!("../python/leakgate_probe/gcleaks.c"),
+    ),
 ];
+
+/// The probe's `sitecustomize.py`, written beside the package (the
+/// directory on `PYTHONPATH`): it arms the exit hook in every Python
+/// process and then runs the `sitecustomize` it shadows.
+pub const SITECUSTOMIZE: &str = include_str!("../python/leakgate_probe/sitecustomize.py");
 
 /// Writes the probe package into `dir/leakgate_probe/`; returns `dir`.
 pub fn write_probe(dir: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
@@ -40,5 +53,6 @@ pub fn write_probe(dir: &std::path::Path) -> std::io::Result<std::path::PathBuf>
     for (name, text) in PROBE_FILES {
         std::fs::write(pkg.join(name), text)?;
     }
+    std::fs::write(dir.join("sitecustomize.py"), SITECUSTOMIZE)?;
     Ok(dir.to_path_buf())
 }

@@ -28,14 +28,36 @@ The first checkpoint under Valgrind also turns CPython's free lists off
 (``free_lists_off()``, which compiles ``freelists.c`` with ``cc``), so that a
 leaked tuple, list, dict or float carries the allocation stack of the code
 that made it, not of an earlier owner of its block.
+
+At exit, ``gc_exit_arm()`` (registered by leakgate's ``sitecustomize``)
+compiles ``gcleaks.c`` and arms its hook: at the end of the interpreter's
+finalization it takes the objects that only a leaked reference keeps alive
+out of the garbage collector's lists, so that Valgrind's final leak check
+reports them as lost where they were made instead of still reachable.
 """
 
-import ctypes
 import gc
-import json
 import os
-import platform
 import sys
+
+
+class _Lazy:
+    """A module imported on first use: ``leakgate run`` imports this package
+    into every Python process at exit (``gc_exit_arm``), where only a
+    Valgrind'ed process needs ctypes; importing it costs seconds there."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+
+ctypes = _Lazy("ctypes")
+json = _Lazy("json")
+platform = _Lazy("platform")
 
 __all__ = [
     "checkpoint",
@@ -43,6 +65,7 @@ __all__ = [
     "available",
     "marker_text",
     "free_lists_off",
+    "gc_exit_arm",
     "MARKER_PREFIX",
 ]
 
@@ -244,27 +267,92 @@ def _printf(text):
 _freelists = None  # "off", or why they stay on; None: not tried yet
 
 
-def _compile_freelists(d):
+def _cache_dir():
+    """Where compiled shims are kept between runs: ``LEAKGATE_CACHE_DIR``,
+    else ``$XDG_CACHE_HOME/leakgate``, else ``~/.cache/leakgate``."""
+    d = os.environ.get("LEAKGATE_CACHE_DIR")
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "leakgate")
+    return os.path.join(d, "probe")
+
+
+def _compile_shim(name):
+    """Compiles ``name``.c of this package against the running
+    interpreter's headers; returns the library's path. The library is kept
+    in the cache directory (``_cache_dir()``), keyed by the source, the
+    compiler and the interpreter, so that later processes and runs only
+    load it; where the cache cannot be written it is built in a temporary
+    directory (removed by ``_load_shim`` once loaded)."""
+    import sysconfig
+    import zlib
+
+    paths = sysconfig.get_paths()
+    incs = {paths.get("include"), paths.get("platinclude"), sysconfig.get_config_var("INCLUDEPY")}
+    incs = sorted(i for i in incs if i)
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = os.path.join(here, name + ".c")
+    # The key: the sources, $CC, the interpreter and its headers (two CRC-32s;
+    # hashlib would load OpenSSL into every process at exit).
+    key = "\0".join([sys.version, sys.executable, os.environ.get("CC", "")] + incs).encode(
+        errors="replace"
+    )
+    for f in (src, os.path.join(here, "leakgate_probe.h")):
+        with open(f, "rb") as fh:
+            key += fh.read()
+    digest = "%08x%08x" % (zlib.crc32(key), zlib.crc32(key[::-1]))
+    # "libpython" in the name: leakgate counts the shim's frames as the interpreter's.
+    lib_name = "libpython-leakgate-%s-%s.so" % (name, digest)
+    cache = _cache_dir()
+    cached = os.path.join(cache, lib_name)
+    if os.path.exists(cached):
+        return cached
     import shutil
     import subprocess
-    import sysconfig
 
     cc = os.environ.get("CC", "").split() or [shutil.which("cc") or shutil.which("gcc") or ""]
     if not cc[0]:
         raise OSError("no C compiler")
-    paths = sysconfig.get_paths()
-    incs = {paths.get("include"), paths.get("platinclude"), sysconfig.get_config_var("INCLUDEPY")}
-    incs = [i for i in incs if i]
     if not any(os.path.exists(os.path.join(i, "Python.h")) for i in incs):
         raise OSError("no Python.h (install the Python development headers)")
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "freelists.c")
-    # "libpython" in the name: leakgate counts the wrappers as interpreter frames.
-    lib = os.path.join(d, "libpython-leakgate-freelists.so")
-    cmd = cc + ["-shared", "-fPIC", "-O1", "-g"] + ["-I" + i for i in incs] + ["-o", lib, src]
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        os.makedirs(cache, exist_ok=True)
+        out, final = os.path.join(cache, "%s.%d.tmp" % (lib_name, os.getpid())), cached
+    except OSError:
+        import tempfile
+
+        out = final = os.path.join(tempfile.mkdtemp(prefix="leakgate-shim-"), lib_name)
+    cmd = cc + ["-shared", "-fPIC", "-O1", "-g", "-I" + here] + ["-I" + i for i in incs]
+    r = subprocess.run(cmd + ["-o", out, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if r.returncode != 0:
+        if out != final:
+            try:
+                os.unlink(out)
+            except OSError:
+                pass
         raise OSError("cc failed: " + r.stdout.decode(errors="replace").strip()[-200:])
+    if out != final:
+        os.replace(out, final)
+    return final
+
+
+def _load_shim(name):
+    """``_compile_shim(name)``, loaded (with the GIL held during calls)."""
+    path = _compile_shim(name)
+    try:
+        lib = ctypes.PyDLL(path)
+    finally:
+        _drop_temp(path)
+    _keep.append(lib)
     return lib
+
+
+def _drop_temp(path):
+    """Removes a shim built outside the cache once loaded (it stays mapped)."""
+    if not path.startswith(_cache_dir()):
+        import shutil
+
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
 def free_lists_off():
@@ -287,21 +375,14 @@ def free_lists_off():
     if sysconfig.get_config_var("Py_GIL_DISABLED"):
         _freelists = "kept (free-threaded build)"
         return _freelists
-    import shutil
-    import tempfile
-
-    d = tempfile.mkdtemp(prefix="leakgate-freelists-")
     try:
-        lib = ctypes.PyDLL(_compile_freelists(d))
+        lib = _load_shim("freelists")
         lib.leakgate_freelists_off.restype = ctypes.c_int
         lib.leakgate_freelists_off()
-        _keep.append(lib)
         _freelists = "off"
     except Exception as e:  # no compiler, no headers: free lists stay on
         _freelists = "kept (%s)" % (str(e).splitlines() or [type(e).__name__])[0][:200]
         sys.stderr.write("leakgate_probe: CPython free lists stay on: %s\n" % _freelists)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)  # the loaded library stays mapped
     gc.collect()  # a full collection empties the free lists
     return _freelists
 
@@ -345,3 +426,54 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=
     else:
         _request(_DO_LEAK_CHECK, _LEAK_CHECK_FULL, _DELTA_CHANGED)
     return True
+
+
+_gc_exit = None  # "armed", or why not; None: not tried yet
+
+
+def gc_exit_arm():
+    """Arms the exit hook of ``gcleaks.c``: at the end of the interpreter's
+    finalization, objects the garbage collector still lists but that only a
+    leaked reference keeps alive are taken out of its lists, so that
+    Valgrind's final leak check reports them as lost at the line that made
+    them (not as still reachable through the collector's links). Which ones,
+    Memcheck decides (quick leak checks): nothing held by a C static, module
+    state or any other pointer is taken out. Runs once; returns "armed" or
+    the reason it is not. ``LEAKGATE_GC=keep`` leaves the lists alone."""
+    global _gc_exit
+    if _gc_exit is not None:
+        return _gc_exit
+    if os.environ.get("LEAKGATE_GC", "out") == "keep":
+        _gc_exit = "kept (LEAKGATE_GC=keep)"
+        return _gc_exit
+    if sys.implementation.name != "cpython" or sys.version_info < (3, 9):
+        _gc_exit = "kept (not CPython 3.9 or later)"
+        return _gc_exit
+    import sysconfig
+
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        _gc_exit = "kept (free-threaded build)"
+        return _gc_exit
+    try:
+        import importlib.machinery
+        import importlib.util
+
+        # An extension module (not ctypes): its PyInit names the module.
+        path = _compile_shim("gcleaks")
+        loader = importlib.machinery.ExtensionFileLoader("_leakgate_gc", path)
+        spec = importlib.util.spec_from_file_location("_leakgate_gc", path, loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        try:
+            loader.exec_module(mod)
+        finally:
+            _drop_temp(path)
+        _keep.append(mod)
+        _gc_exit = mod.arm()
+    except Exception as e:  # no compiler, no internal headers: the lists stay as they are
+        _gc_exit = "kept (%s)" % (str(e).splitlines() or [type(e).__name__])[0][:200]
+    if _gc_exit != "armed" and not _gc_exit.startswith("kept (not under"):
+        sys.stderr.write(
+            "leakgate_probe: leaks of objects the garbage collector lists stay hidden: %s\n"
+            % _gc_exit
+        )
+    return _gc_exit

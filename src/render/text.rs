@@ -354,7 +354,10 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
     }
     for p in r.processes.iter().filter(|p| !p.client_messages.is_empty()) {
         let marker = crate::probe::MARKER_PREFIX.trim_end();
-        for m in p.client_messages.iter().filter(|m| !m.starts_with(marker)) {
+        // The probe's own lines (checkpoint markers, the exit hook's
+        // `leakgate-gc` summary, kept in the JSON) are not the target's.
+        let ours = |m: &str| m.starts_with(marker) || m.starts_with(crate::probe::GC_PREFIX);
+        for m in p.client_messages.iter().filter(|m| !ours(m)) {
             let _ = writeln!(
                 o,
                 "client message (pid {}): {}",

@@ -78,14 +78,17 @@ pub(super) fn set_python_malloc(cmd: &mut Command, environment: &mut Vec<String>
     }
 }
 
-/// Per-test checkpoints: the `leakgate_probe` package at `probe` first on
-/// `PYTHONPATH`, its pytest plugin in `PYTEST_PLUGINS` for a pytest target,
-/// `LEAKGATE_REPEAT` for `--repeat`, `LEAKGATE_ONLY_TESTS` for a selection.
+/// The `leakgate_probe` package and its `sitecustomize` at `probe` first on
+/// `PYTHONPATH` (every Python process arms the probe's exit hook for leaks
+/// of objects the garbage collector lists); with per-test checkpoints, its
+/// pytest plugin in `PYTEST_PLUGINS` for a pytest target, `LEAKGATE_REPEAT`
+/// for `--repeat`, `LEAKGATE_ONLY_TESTS` for a selection.
 pub(super) fn set_probe(
     cmd: &mut Command,
     environment: &mut Vec<String>,
     probe: &Path,
     pytest: bool,
+    per_test: bool,
     cfg: &super::RunConfig,
 ) {
     let repeat = cfg.repeat;
@@ -98,14 +101,18 @@ pub(super) fn set_probe(
     cmd.env("PYTHONPATH", &pp);
     cmd.env("LEAKGATE_PROBE", "1");
     environment.push(format!(
-        "PYTHONPATH={}{} (set by leakgate: the leakgate_probe package for per-test leak checks)",
+        "PYTHONPATH={}{} (set by leakgate: the leakgate_probe package, for {}leaks the garbage collector hides)",
         probe.display(),
         if old.is_some() {
             ":… (yours after it)"
         } else {
             ""
-        }
+        },
+        if per_test { "per-test leak checks and " } else { "" }
     ));
+    if !per_test {
+        return;
+    }
     if pytest {
         let plugins = match std::env::var("PYTEST_PLUGINS") {
             Ok(v) if !v.trim().is_empty() => format!("{v},leakgate_probe.autoload"),

@@ -112,10 +112,14 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     if is_python_target(&cfg.cmd[0], &target) {
         command::set_python_malloc(&mut cmd, &mut environment);
     }
-    if per_test {
+    // The probe goes into every Python target: its `sitecustomize` arms
+    // the exit hook that shows leaks of objects the garbage collector
+    // lists, and with checkpoints its pytest plugin takes them.
+    let python = is_python_target(&cfg.cmd[0], &target);
+    if per_test || python {
         let probe =
             crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
-        command::set_probe(&mut cmd, &mut environment, &probe, pytest, cfg);
+        command::set_probe(&mut cmd, &mut environment, &probe, pytest, per_test, cfg);
     }
     let valgrind_command = if xdist {
         // The controller runs natively; each worker under this command.

@@ -25,6 +25,7 @@ mod corpus;
 mod distribution;
 mod docs;
 mod free_lists;
+mod gc_leaks;
 mod generate;
 mod hostile;
 mod html;

@@ -197,7 +197,7 @@ pub(crate) fn build_python_ext(kind: &str, out_dir: &Path) -> PathBuf {
 /// [`build_python_ext`] with an explicit interpreter.
 pub(crate) fn build_python_ext_with(py: &Path, kind: &str, out_dir: &Path) -> PathBuf {
     assert!(
-        matches!(kind, "cpython" | "pybind11" | "freelists"),
+        matches!(kind, "cpython" | "pybind11" | "freelists" | "gcleaks"),
         "unknown extension kind {kind:?}"
     );
     let src_dir = programs_dir().join(kind);

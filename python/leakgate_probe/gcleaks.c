@@ -1,0 +1,476 @@
+/*
+ * gcleaks.c - leakgate_probe's exit-time view of objects the garbage
+ * collector still lists (compiled by the probe at run time against the
+ * running interpreter's headers, internal ones included).
+ *
+ * CPython links every object its garbage collector tracks (lists, dicts,
+ * instances, ...) into doubly-linked generation lists through a header in
+ * front of the object. An object an extension leaked by reference
+ * (PyTuple_Pack's caller never releasing its own lists) has no pointer to it
+ * left anywhere but those links, and the links point to the start of its
+ * block: Memcheck calls it "still reachable", and the leak passes.
+ *
+ * At the very end of Py_FinalizeEx (a Py_AtExit function, after the last
+ * collection, with no Python code left to run) this shim takes out of the
+ * lists the objects nobody else holds, so that Valgrind's final leak check
+ * reports them as definitely lost at the line that made them (and what they
+ * own as indirectly lost). Which ones, Memcheck itself decides:
+ *
+ *  - candidates: tracked objects that no other tracked object refers to
+ *    (tp_traverse), i.e. held only from outside the collector's view: by a
+ *    leaked reference, a C static, module state, a C struct, the interpreter;
+ *  - the links themselves are the only start-of-block pointers to a tracked
+ *    object (references point 16 bytes into the block, at the PyObject), so
+ *    taking a held object out of the lists would turn it "possibly lost":
+ *    a group of candidates is taken out for good only when a quick leak
+ *    check (VALGRIND_DO_QUICK_LEAK_CHECK, which writes nothing to the XML
+ *    report) finds no more possibly-lost blocks with the group out of the
+ *    lists than with every object in them; a group that does is split in
+ *    halves and each half tried again, down to single objects;
+ *  - then the objects that only the taken-out ones refer to follow them the
+ *    same way, so a leaked list's lists are lost with it.
+ *
+ * An object taken out is linked to itself, so a later PyObject_GC_UnTrack
+ * (a C++ static destructor dropping a reference at exit) still works. The
+ * shim's working memory is mmap'd and every address in it is stored
+ * scrambled, so the shim itself holds no pointer Memcheck could follow.
+ *
+ * It is loaded as the extension module `_leakgate_gc` (`arm()`, `result()`);
+ * what it did goes into the XML report as a `<clientmsg>` starting with
+ * "leakgate-gc ", and onto stderr when LEAKGATE_GC_DEBUG is set.
+ */
+#define PY_SSIZE_T_CLEAN
+#ifndef Py_BUILD_CORE_MODULE
+#define Py_BUILD_CORE_MODULE 1
+#endif
+#include <Python.h>
+#if PY_VERSION_HEX < 0x03090000 || defined(Py_GIL_DISABLED)
+#error "leakgate's gc shim needs CPython 3.9 or later, with the GIL"
+#endif
+#include "internal/pycore_gc.h"
+#include "internal/pycore_interp.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "leakgate_probe.h"
+
+#define MC_BASE (((unsigned long)'M' << 24) | ((unsigned long)'C' << 16))
+#define MC_DO_LEAK_CHECK (MC_BASE + 6)
+#define MC_COUNT_LEAK_BLOCKS (MC_BASE + 12)
+
+/* Scrambles an address so that Memcheck's scan does not take it for one. */
+#define SCRAMBLE ((uintptr_t)0xA5C3E1F00F1E3C5AULL)
+#define HIDE(p) ((uintptr_t)(p) ^ SCRAMBLE)
+#define SHOW(v) ((PyGC_Head *)((uintptr_t)(v) ^ SCRAMBLE))
+
+/* At most this many quick leak checks per exit. */
+#define MAX_CHECKS 160
+
+static struct _gc_runtime_state *gcstate;
+
+static char result[256] = "not run";
+
+/* One node of the collector's lists. */
+struct node {
+    uintptr_t gc;        /* the PyGC_Head, scrambled */
+    uintptr_t saved[2];  /* its _gc_next, _gc_prev while out, scrambled */
+    long refs;           /* references from tracked objects */
+    long out_refs;       /* references from objects taken out */
+    int state;           /* 0 in the lists, 1 candidate, 2 out, 3 held */
+};
+
+static struct node *nodes;
+static size_t n_nodes, nodes_cap;
+/* Open-addressing table: scrambled PyGC_Head -> index + 1. */
+static uintptr_t *tab_key;
+static size_t *tab_val;
+static size_t tab_cap;
+static int checks;
+static int debug;
+
+/* Seconds since `t0` (LEAKGATE_GC_DEBUG timings). */
+static double
+since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void *
+map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static size_t
+slot(uintptr_t key)
+{
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(h >> 17) & (tab_cap - 1);
+}
+
+static long
+lookup(PyGC_Head *g)
+{
+    uintptr_t k = HIDE(g);
+    for (size_t i = slot(k);; i = (i + 1) & (tab_cap - 1)) {
+        if (tab_val[i] == 0)
+            return -1;
+        if (tab_key[i] == k)
+            return (long)tab_val[i] - 1;
+    }
+}
+
+static void
+insert(PyGC_Head *g, size_t idx)
+{
+    uintptr_t k = HIDE(g);
+    size_t i = slot(k);
+    while (tab_val[i] != 0)
+        i = (i + 1) & (tab_cap - 1);
+    tab_key[i] = k;
+    tab_val[i] = idx + 1;
+}
+
+static void
+list_heads(PyGC_Head **heads, int *n)
+{
+    *n = 0;
+#if PY_VERSION_HEX >= 0x030E0000
+    heads[(*n)++] = &gcstate->young.head;
+    heads[(*n)++] = &gcstate->old[0].head;
+    heads[(*n)++] = &gcstate->old[1].head;
+#else
+    for (int i = 0; i < NUM_GENERATIONS; i++)
+        heads[(*n)++] = &gcstate->generations[i].head;
+#endif
+    heads[(*n)++] = &gcstate->permanent_generation.head;
+}
+
+static int
+collect_nodes(void)
+{
+    PyGC_Head *heads[8];
+    int nh;
+    list_heads(heads, &nh);
+    size_t count = 0;
+    for (int i = 0; i < nh; i++)
+        for (PyGC_Head *g = _PyGCHead_NEXT(heads[i]); g != heads[i]; g = _PyGCHead_NEXT(g))
+            count++;
+    nodes_cap = count ? count : 1;
+    nodes = map(nodes_cap * sizeof *nodes);
+    tab_cap = 16;
+    while (tab_cap < 2 * nodes_cap)
+        tab_cap <<= 1;
+    tab_key = map(tab_cap * sizeof *tab_key);
+    tab_val = map(tab_cap * sizeof *tab_val);
+    if (nodes == NULL || tab_key == NULL || tab_val == NULL)
+        return -1;
+    for (int i = 0; i < nh; i++)
+        for (PyGC_Head *g = _PyGCHead_NEXT(heads[i]); g != heads[i]; g = _PyGCHead_NEXT(g)) {
+            nodes[n_nodes].gc = HIDE(g);
+            insert(g, n_nodes);
+            n_nodes++;
+        }
+    return 0;
+}
+
+static int
+count_ref(PyObject *op, void *arg)
+{
+    (void)arg;
+    if (op == NULL || !PyObject_IS_GC(op))
+        return 0;
+    long i = lookup(_Py_AS_GC(op));
+    if (i >= 0)
+        nodes[i].refs++;
+    return 0;
+}
+
+static int
+count_out_ref(PyObject *op, void *arg)
+{
+    (void)arg;
+    if (op == NULL || !PyObject_IS_GC(op))
+        return 0;
+    long i = lookup(_Py_AS_GC(op));
+    if (i >= 0)
+        nodes[i].out_refs++;
+    return 0;
+}
+
+static void
+traverse(size_t i, visitproc visit)
+{
+    PyObject *op = (PyObject *)(SHOW(nodes[i].gc) + 1);
+    traverseproc t = Py_TYPE(op)->tp_traverse;
+    if (t != NULL)
+        t(op, visit, NULL);
+}
+
+/* Takes node i out of its list; it is linked to itself. */
+static void
+take_out(size_t i)
+{
+    PyGC_Head *g = SHOW(nodes[i].gc);
+    PyGC_Head *prev = _PyGCHead_PREV(g), *next = _PyGCHead_NEXT(g);
+    nodes[i].saved[0] = HIDE(g->_gc_next);
+    nodes[i].saved[1] = HIDE(g->_gc_prev);
+    _PyGCHead_SET_NEXT(prev, next);
+    _PyGCHead_SET_PREV(next, prev);
+    _PyGCHead_SET_NEXT(g, g);
+    _PyGCHead_SET_PREV(g, g);
+}
+
+/* Puts node i back where take_out found it (undo in reverse order). */
+static void
+put_back(size_t i)
+{
+    PyGC_Head *g = SHOW(nodes[i].gc);
+    g->_gc_next = (uintptr_t)SHOW(nodes[i].saved[0]);
+    g->_gc_prev = (uintptr_t)SHOW(nodes[i].saved[1]);
+    PyGC_Head *prev = _PyGCHead_PREV(g), *next = _PyGCHead_NEXT(g);
+    _PyGCHead_SET_NEXT(prev, g);
+    _PyGCHead_SET_PREV(next, g);
+}
+
+/* Possibly-lost blocks after a quick (summary) leak check. */
+static unsigned long
+dubious_blocks(void)
+{
+    volatile unsigned long lc[6] = {MC_DO_LEAK_CHECK, 1, 0, 0, 0, 0};
+    leakgate_request(lc, 0);
+    checks++;
+    unsigned long leaked = 0, dubious = 0, reachable = 0, suppressed = 0;
+    volatile unsigned long cnt[6] = {MC_COUNT_LEAK_BLOCKS, (unsigned long)&leaked,
+                                     (unsigned long)&dubious, (unsigned long)&reachable,
+                                     (unsigned long)&suppressed, 0};
+    leakgate_request(cnt, 0);
+    return dubious;
+}
+
+/* Valgrind's error reporting off (1) or on again (-1) for this thread:
+ * the scan below reads words whose definedness it does not care about. */
+static void
+errors_off(long on_off)
+{
+    volatile unsigned long a[6] = {0x1801, (unsigned long)on_off, 0, 0, 0, 0};
+    leakgate_request(a, 0);
+}
+
+/* Marks as held (state 3) the candidates that a word in a loaded object's
+ * writable segments (.data, .bss: C statics, the interpreter's own state)
+ * points to: they are not leaked, and Memcheck would see them as possibly
+ * lost once out of the lists. Saves a quick leak check per such object. */
+static size_t
+held_by_statics(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (f == NULL)
+        return 0;
+    size_t found = 0;
+    char line[4096];
+    int after_file = 0;
+    errors_off(1);
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long lo, hi;
+        char perms[8] = "";
+        int path_at = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) < 3)
+            continue;
+        const char *path = line + path_at;
+        int has_path = path_at > 0 && path[0] == '/';
+        int anon = path_at == 0 || path[0] == '\n' || path[0] == '\0';
+        int ours = has_path && (strstr(path, "valgrind") != NULL || strstr(path, "vgdb") != NULL ||
+                                strstr(path, "leakgate-gc") != NULL);
+        int scan = perms[0] == 'r' && perms[1] == 'w' && perms[3] == 'p' &&
+                   ((has_path && !ours) || (anon && after_file && perms[2] != 'x'));
+        after_file = has_path && !ours;
+        if (!scan)
+            continue;
+        if (debug > 1)
+            fprintf(stderr, "leakgate_probe: gc: scanning %lu KiB: %s", (hi - lo) >> 10, line);
+        for (uintptr_t *w = (uintptr_t *)lo; w < (uintptr_t *)hi; w++) {
+            uintptr_t v = *w;
+            if (v < 4096 || (v & 7) != 0)
+                continue;
+            long i = lookup((PyGC_Head *)v - 1);
+            if (i >= 0 && nodes[i].state == 1) {
+                nodes[i].state = 3;
+                found++;
+            }
+        }
+    }
+    errors_off(-1);
+    fclose(f);
+    return found;
+}
+
+static unsigned long base_dubious;
+static int gave_up;
+
+/* Takes out for good the members of idx[0..n) that can go without
+ * making anything possibly lost. */
+static size_t
+settle(size_t *idx, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (checks >= MAX_CHECKS) {
+        gave_up = 1;
+        return 0;
+    }
+    for (size_t k = 0; k < n; k++)
+        take_out(idx[k]);
+    unsigned long d = dubious_blocks();
+    if (d <= base_dubious) {
+        for (size_t k = 0; k < n; k++)
+            nodes[idx[k]].state = 2;
+        return n;
+    }
+    for (size_t k = n; k-- > 0;)
+        put_back(idx[k]);
+    if (n == 1) {
+        nodes[idx[0]].state = 3;
+        return 0;
+    }
+    size_t h = n / 2;
+    return settle(idx, h) + settle(idx + h, n - h);
+}
+
+static void
+leakgate_gc_exit(void)
+{
+    if (gcstate == NULL || leakgate_running_on_valgrind() == 0)
+        return;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (collect_nodes() < 0) {
+        snprintf(result, sizeof result, "not run (no memory)");
+        return;
+    }
+    for (size_t i = 0; i < n_nodes; i++)
+        traverse(i, count_ref);
+    size_t *idx = map((n_nodes ? n_nodes : 1) * sizeof *idx);
+    if (idx == NULL)
+        return;
+    size_t n = 0;
+    for (size_t i = 0; i < n_nodes; i++)
+        if (nodes[i].refs == 0) {
+            nodes[i].state = 1;
+            idx[n++] = i;
+        }
+    size_t candidates = n;
+    if (debug > 1)
+        fprintf(stderr, "leakgate_probe: gc: %zu candidates after %.2f s\n", candidates, since(&t0));
+    size_t statics = held_by_statics();
+    if (debug > 1)
+        fprintf(stderr, "leakgate_probe: gc: statics scanned after %.2f s\n", since(&t0));
+    n = 0;
+    for (size_t i = 0; i < n_nodes; i++)
+        if (nodes[i].state == 1)
+            idx[n++] = i;
+    base_dubious = dubious_blocks();
+    size_t out = settle(idx, n);
+    /* What only the objects taken out refer to follows them. */
+    size_t followers = 0;
+    for (int round = 0; round < 64 && out > 0 && !gave_up; round++) {
+        for (size_t i = 0; i < n_nodes; i++)
+            nodes[i].out_refs = 0;
+        for (size_t i = 0; i < n_nodes; i++)
+            if (nodes[i].state == 2)
+                traverse(i, count_out_ref);
+        n = 0;
+        for (size_t i = 0; i < n_nodes; i++)
+            if (nodes[i].state == 0 && nodes[i].refs > 0 && nodes[i].out_refs == nodes[i].refs)
+                idx[n++] = i;
+        if (n == 0)
+            break;
+        for (size_t k = 0; k < n; k++)
+            nodes[idx[k]].state = 1;
+        size_t got = settle(idx, n);
+        followers += got;
+        if (got == 0)
+            break;
+        out += got;
+    }
+    size_t held = 0;
+    for (size_t i = 0; i < n_nodes; i++) {
+        held += nodes[i].state == 3;
+        if (debug > 1 && nodes[i].refs == 0)
+            fprintf(stderr, "  %s state %d refcnt %ld\n", Py_TYPE((PyObject *)(SHOW(nodes[i].gc) + 1))->tp_name, nodes[i].state, (long)Py_REFCNT((PyObject *)(SHOW(nodes[i].gc) + 1)));
+    }
+    snprintf(result, sizeof result,
+             "%zu tracked, %zu held only from outside, %zu taken out (%zu followers), "
+             "%zu held (%zu by statics), %d quick checks%s",
+             n_nodes, candidates, out, followers, held, statics, checks,
+             gave_up ? " (gave up: too many)" : "");
+    if (debug)
+        fprintf(stderr, "leakgate_probe: gc at exit: %s (%.2f s)\n", result, since(&t0));
+    /* One line in the XML report for leakgate (a <clientmsg>). */
+    char msg[400];
+    char va[64] = {0}; /* a va_list nobody reads: the text has no % */
+    snprintf(msg, sizeof msg,
+             "leakgate-gc {\"v\":1,\"tracked\":%zu,\"candidates\":%zu,\"out\":%zu,"
+             "\"held\":%zu,\"checks\":%d,\"complete\":%s}\n",
+             n_nodes, candidates, out, held, checks, gave_up ? "false" : "true");
+    volatile unsigned long pr[6] = {0x1403, (unsigned long)msg, (unsigned long)va, 0, 0, 0};
+    leakgate_request(pr, 0);
+}
+
+/* _leakgate_gc.arm(): arms the exit hook for the main interpreter; returns
+ * "armed" or why not. */
+static PyObject *
+arm(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (leakgate_running_on_valgrind() == 0)
+        return PyUnicode_FromString("kept (not under Valgrind)");
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (interp != PyInterpreterState_Main())
+        return PyUnicode_FromString("kept (not the main interpreter)");
+    const char *dbg = getenv("LEAKGATE_GC_DEBUG");
+    debug = dbg == NULL ? 0 : dbg[0] == '2' ? 2 : dbg[0] != '0';
+    if (gcstate == NULL) {
+        gcstate = &interp->gc;
+        if (Py_AtExit(leakgate_gc_exit) < 0) {
+            gcstate = NULL;
+            return PyUnicode_FromString("kept (Py_AtExit is full)");
+        }
+    }
+    return PyUnicode_FromString("armed");
+}
+
+/* _leakgate_gc.result(): what the exit hook did ("not run" before). */
+static PyObject *
+get_result(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyUnicode_FromString(result);
+}
+
+static PyMethodDef gc_methods[] = {
+    {"arm", arm, METH_NOARGS, "Arms the exit hook; returns \"armed\" or why not."},
+    {"result", get_result, METH_NOARGS, "What the exit hook did."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef gc_module = {
+    PyModuleDef_HEAD_INIT, "_leakgate_gc", NULL, -1, gc_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__leakgate_gc(void)
+{
+    return PyModule_Create(&gc_module);
+}

@@ -1,0 +1,43 @@
+"""leakgate's ``sitecustomize``: what ``leakgate run`` loads into every Python
+process it runs (the directory holding this file and ``leakgate_probe`` is
+first on ``PYTHONPATH``).
+
+It registers one ``atexit`` function, which runs after every other one and
+arms ``leakgate_probe.gc_exit_arm()`` (leaks of objects the garbage
+collector still lists; nothing happens without Valgrind), then runs the
+``sitecustomize`` that this file shadows (a venv's or the system's), so
+that the user's own start-up code still runs.
+"""
+
+import os
+import sys
+
+
+def _leakgate_at_exit():
+    try:
+        import leakgate_probe
+
+        leakgate_probe.gc_exit_arm()
+    except Exception as e:  # never let the probe break the target's exit
+        sys.stderr.write("leakgate_probe: %s: %s\n" % (type(e).__name__, e))
+
+
+def _leakgate_chain():
+    import importlib.machinery
+    import importlib.util
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is None or spec.loader is None:
+        return
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = mod
+    spec.loader.exec_module(mod)
+
+
+if os.environ.get("LEAKGATE_PROBE") == "1":
+    import atexit
+
+    atexit.register(_leakgate_at_exit)
+_leakgate_chain()
