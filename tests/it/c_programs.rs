@@ -239,6 +239,11 @@ fn freed_and_allocated_stacks_are_shown() {
         assert!(at > read, "{text}");
         assert!(text.contains("free'd:\n"), "{text}");
         assert!(text.contains("Block was alloc'd at:\n"), "{text}");
+        // The free stack up to the user's outermost frame by default (the
+        // C runtime below main folded), all of it with -v.
+        let free_stack = &text[at..text[at..].find("Block was").unwrap() + at];
+        assert_eq!(free_stack.contains("__libc_start"), verbose, "{free_stack}");
+        assert_eq!(free_stack.contains("more frames"), !verbose, "{free_stack}");
         assert!(
             text.contains(&format!(
                 "> overflow (heap_misuse.c:{})",
