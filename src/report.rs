@@ -226,6 +226,14 @@ pub struct Finding {
     pub records: u64,
     /// Auxiliary descriptions Valgrind gave (address descriptions, origins).
     pub aux: Vec<String>,
+    /// The auxiliary descriptions that come with a stack, in Valgrind's
+    /// order: where a block was freed and allocated (a use after free, an
+    /// invalid or mismatched free), the block an address lies near, an
+    /// overlap's other block, the origin of an uninitialised value (also in
+    /// `origin`). Their frames are marked `user` as the main stack's are.
+    /// Not part of the fingerprint. Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aux_stacks: Vec<AuxStack>,
     /// Whether the gate policy counts this finding (a user finding of a
     /// `--fail-on` kind that the baseline does not know). Absent in reports
     /// from before policies existed.
@@ -268,6 +276,17 @@ pub struct Finding {
     /// With `growth` `per_call`: what one call adds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_call: Option<BytesBlocks>,
+}
+
+/// An auxiliary description with its stack (`<auxwhat>` or `<xauxwhat>`
+/// followed by a `<stack>`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct AuxStack {
+    /// Valgrind's text, e.g. `Address 0x4a40320 is 0 bytes inside a block
+    /// of size 4 free'd` or `Block was alloc'd at`; empty when Valgrind gave
+    /// a stack without one.
+    pub text: String,
+    pub stack: Vec<FrameOut>,
 }
 
 /// A test's (checkpoint's) share of a finding.

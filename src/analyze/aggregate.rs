@@ -138,7 +138,7 @@ pub struct StageTimes {
     pub suppress: std::time::Duration,
 }
 
-fn frame_out(f: &Frame, user: bool, local: Option<&PathBuf>) -> FrameOut {
+pub(super) fn frame_out(f: &Frame, user: bool, local: Option<&PathBuf>) -> FrameOut {
     FrameOut {
         function: f.func.as_deref().map(str::to_string),
         object: f.obj.as_deref().map(str::to_string),
@@ -310,7 +310,9 @@ impl Aggregator {
                 i
             }
             None => {
-                let f = new_finding(&rec, &att, fp);
+                let mut f = new_finding(&rec, &att, fp);
+                let cut = (!f.is_user()).then_some(NOISE_STACK_FRAMES);
+                f.aux_stacks = super::auxiliary::aux_stacks(&mut self.attributor, &rec, cut);
                 self.accs.push(Acc {
                     key,
                     finding: f,
@@ -636,6 +638,7 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
             .filter(|a| !a.text.is_empty())
             .map(|a| a.text.clone())
             .collect(),
+        aux_stacks: Vec::new(),
         gated: None,
         baseline: None,
         processes: Vec::new(),

@@ -6,15 +6,18 @@
 //!
 //! [`schedule`] reads the files in parallel, [`aggregate`] folds records
 //! into findings using [`attribute`] (whose code is it), [`fingerprint`]
-//! and [`sources`]; [`checkpoints`] ties mid-run leak snapshots to tests,
-//! [`processes`] relates the processes of a run, [`summary`] counts the
-//! findings and [`accounting`] checks that every record is accounted for;
-//! [`origins`] carries the origins of a `--origins auto` re-run over;
-//! [`merge`] folds the saved reports of shards into one.
+//! and [`sources`], with `auxiliary` marking the user's frames of the
+//! auxiliary stacks (where a block was freed or allocated);
+//! [`checkpoints`] ties mid-run leak snapshots to tests, [`processes`]
+//! relates the processes of a run, [`summary`] counts the findings and
+//! [`accounting`] checks that every record is accounted for; [`origins`]
+//! carries the origins of a `--origins auto` re-run over; [`merge`] folds
+//! the saved reports of shards into one.
 
 pub mod accounting;
 pub mod aggregate;
 pub mod attribute;
+mod auxiliary;
 pub mod checkpoints;
 pub mod fingerprint;
 pub mod inputs;

@@ -239,6 +239,7 @@ pub fn cuda_ipc_findings(hits: &[(u64, String, u64)]) -> Vec<Finding> {
             pids: vec![*pid],
             records: 0,
             aux: vec![format!("printed on standard error by pid {pid}")],
+            aux_stacks: Vec::new(),
             gated: None,
             baseline: None,
             processes: vec![crate::report::FindingProcess {

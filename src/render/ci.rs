@@ -136,11 +136,31 @@ pub fn frame_text(fr: &FrameOut) -> String {
 
 /// The stack, one frame a line, user frames marked with `>`.
 pub fn stack_text(f: &Finding) -> String {
+    frames_text(&f.stack)
+}
+
+fn frames_text(frames: &[FrameOut]) -> String {
     let mut s = String::new();
-    for fr in &f.stack {
+    for fr in frames {
         s.push_str(if fr.user { "> " } else { "  " });
         s.push_str(&frame_text(fr));
         s.push('\n');
+    }
+    s
+}
+
+/// The auxiliary stacks (where the block was freed or allocated, ...),
+/// each under Valgrind's text and a colon, as [`stack_text`] writes stacks.
+pub fn aux_stacks_text(f: &Finding) -> String {
+    let mut s = String::new();
+    for a in &f.aux_stacks {
+        let text = if a.text.is_empty() {
+            "another stack"
+        } else {
+            a.text.as_str()
+        };
+        s.push_str(&format!("{text}:\n"));
+        s.push_str(&frames_text(&a.stack));
     }
     s
 }

@@ -218,6 +218,7 @@ fn per_test_cases<'a>(
                 body.push_str(&format!("    {src}\n"));
             }
             body.push_str(&ci::stack_text(f));
+            body.push_str(&ci::aux_stacks_text(f));
             body.push_str(&format!("fingerprint: {}\n\n", f.fingerprint));
             match ci::why_not_failing(r, f) {
                 None => failing.push(*f),
@@ -272,11 +273,17 @@ fn cases(r: &Report, ctx: &CiContext) -> Vec<Case> {
         if !f.is_leak() && !f.message.is_empty() {
             body.push_str(&format!("{}\n", f.message));
         }
-        for a in &f.aux {
+        // Descriptions with a stack follow the main stack, with theirs.
+        for a in f
+            .aux
+            .iter()
+            .filter(|a| !f.aux_stacks.iter().any(|s| s.text == **a))
+        {
             body.push_str(&format!("{a}\n"));
         }
         body.push_str("stack:\n");
         body.push_str(&ci::stack_text(f));
+        body.push_str(&ci::aux_stacks_text(f));
         if let Some(state) = &f.baseline {
             body.push_str(&format!("baseline: {state}\n"));
         }

@@ -4,9 +4,11 @@
 //! One run; one rule per Valgrind kind among the results (sorted, with help
 //! text); one result per user finding, located at its user frame with a URI
 //! relative to the repository root (`%SRCROOT%`), the whole stack as a code
-//! flow (outermost call first), the other user frames as related locations,
-//! `partialFingerprints["leakgate/v1"]` (stable across runs, rebuilds and
-//! line shifts), and `baselineState` (`new`/`unchanged`) with `--baseline`.
+//! flow (outermost call first), the other user frames and the auxiliary
+//! stacks (where the block was freed or allocated, at their top user frame)
+//! as related locations, `partialFingerprints["leakgate/v1"]` (stable
+//! across runs, rebuilds and line shifts), and `baselineState`
+//! (`new`/`unchanged`) with `--baseline`.
 //! Findings that fail the gate are `error`s, the others `warning`s (kinds
 //! not in `--fail-on`) or `note`s (known from the baseline). Noise is not
 //! reported as results; the run's `properties.leakgate` summarise it, the
@@ -19,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::kind::Kind;
 use crate::render::ci::{self, CiContext};
-use crate::report::{BaselineState, Finding, FrameOut, Report, Status};
+use crate::report::{AuxStack, BaselineState, Finding, FrameOut, Report, Status};
 
 /// Where the SARIF 2.1.0 schema is published (GitHub's examples use it).
 pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -249,22 +251,61 @@ fn code_flow(ctx: &CiContext, f: &Finding) -> Value {
     })
 }
 
-/// The other user frames inside the repository (callers of the location).
+/// The other user frames inside the repository (callers of the location),
+/// then each auxiliary stack (where the block was freed or allocated).
 fn related(ctx: &CiContext, f: &Finding) -> Vec<Value> {
     let primary = f.stack.iter().position(|fr| fr.user);
-    f.stack
+    let mut out: Vec<Value> = f
+        .stack
         .iter()
         .enumerate()
         .filter(|(i, fr)| fr.user && Some(*i) != primary && ctx.frame_path(fr).is_some())
-        .enumerate()
-        .map(|(n, (_, fr))| {
+        .map(|(_, fr)| {
             let mut l = frame_location(ctx, fr);
-            l["id"] = json!(n + 1);
             l["message"] = json!({"text": format!("called from {}", ci::frame_text(fr))});
             l.as_object_mut().map(|o| o.remove("logicalLocations"));
             l
         })
-        .collect()
+        .collect();
+    out.extend(f.aux_stacks.iter().map(|a| aux_location(ctx, a)));
+    for (n, l) in out.iter_mut().enumerate() {
+        l["id"] = json!(n + 1);
+    }
+    out
+}
+
+/// An auxiliary stack as a related location: its top user frame (else its
+/// top frame with a source file), with Valgrind's text as the message
+/// (`Address 0x… is 0 bytes inside a block of size 4 free'd`).
+fn aux_location(ctx: &CiContext, a: &AuxStack) -> Value {
+    let text = if a.text.is_empty() {
+        "another stack"
+    } else {
+        a.text.as_str()
+    };
+    let mut out = json!({"message": {"text": text}});
+    let top = a
+        .stack
+        .iter()
+        .find(|fr| fr.user)
+        .or_else(|| a.stack.iter().find(|fr| fr.file.is_some()));
+    let Some(fr) = top else { return out };
+    let artifact = match (ctx.frame_path(fr), fr.path.as_deref()) {
+        (Some(rel), _) => Some(json!({"uri": rel_uri(&rel), "uriBaseId": "%SRCROOT%"})),
+        (None, Some(p)) if p.starts_with('/') => Some(json!({"uri": file_uri(p)})),
+        _ => None,
+    };
+    if let Some(artifact) = artifact {
+        let mut phys = json!({"artifactLocation": artifact});
+        if let Some(l) = fr.line.filter(|l| *l > 0) {
+            phys["region"] = json!({"startLine": l});
+        }
+        out["physicalLocation"] = phys;
+    }
+    if let Some(func) = &fr.function {
+        out["logicalLocations"] = json!([{"name": func, "kind": "function"}]);
+    }
+    out
 }
 
 /// Percent-encodes a path for a URI (RFC 3986: unreserved characters and

@@ -1,5 +1,6 @@
 //! The human-readable renderer: a verdict line, the user's findings with
-//! location, source line and a short stack, one line per noise source, and a
+//! location, source line, a short stack and the auxiliary stacks (where the
+//! block was freed or allocated), one line per noise source, and a
 //! summary. Colour only when asked for (a terminal without `NO_COLOR`).
 
 use std::fmt::Write as _;
@@ -61,17 +62,53 @@ fn frame_str(f: &FrameOut) -> String {
     }
 }
 
-fn short_stack(f: &Finding, verbose: bool) -> Vec<(bool, &FrameOut)> {
-    if verbose || f.stack.len() <= 6 {
-        return f.stack.iter().map(|fr| (fr.user, fr)).collect();
+/// Which frames of a finding's main stack to print: all with `-v` or when
+/// there are few, else those [`shown_frames`](crate::render::shown_frames) picks.
+fn main_keep(frames: &[FrameOut], verbose: bool) -> Vec<bool> {
+    if verbose || frames.len() <= 6 {
+        return vec![true; frames.len()];
     }
-    let keep = crate::render::shown_frames(&f.stack);
-    f.stack
-        .iter()
-        .zip(keep)
-        .filter(|(_, k)| *k)
-        .map(|(fr, _)| (fr.user, fr))
-        .collect()
+    crate::render::shown_frames(frames)
+}
+
+/// Which frames of an auxiliary stack (where the block was freed or
+/// allocated) to print: all with `-v`; else only the user's frames and the
+/// frame each side, up to the outermost user frame (the free site is the
+/// point, not the interpreter or test harness that called it).
+fn aux_keep(frames: &[FrameOut], verbose: bool) -> Vec<bool> {
+    if verbose {
+        return vec![true; frames.len()];
+    }
+    let mut keep = crate::render::shown_frames(frames);
+    if let Some(last) = frames.iter().rposition(|f| f.user) {
+        keep[last + 1..].fill(false);
+    }
+    keep
+}
+
+/// Writes the frames `keep` marks, one a line (the user's marked `>`), the
+/// others as `... N frames` between them and `... N more frames` after.
+fn write_frames(o: &mut String, frames: &[FrameOut], keep: &[bool], st: &Style) {
+    let mut last: Option<usize> = None;
+    for (idx, fr) in frames.iter().enumerate().filter(|(i, _)| keep[*i]) {
+        let gap = last.map_or(idx, |l| idx - l - 1);
+        if gap > 0 {
+            let _ = writeln!(o, "         {}", st.dim(&format!("... {gap} frames")));
+        }
+        last = Some(idx);
+        let mark = if fr.user { ">" } else { " " };
+        let line = format!("       {mark} {}", frame_str(fr));
+        let _ = writeln!(o, "{}", if fr.user { st.bold(&line) } else { line });
+    }
+    if let Some(l) = last
+        && l + 1 < frames.len()
+    {
+        let _ = writeln!(
+            o,
+            "         {}",
+            st.dim(&format!("... {} more frames", frames.len() - l - 1))
+        );
+    }
 }
 
 fn verdict_line(r: &Report, st: &Style) -> String {
@@ -244,34 +281,15 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
             continue;
         }
         let _ = writeln!(o, "     stack:");
-        let frames = short_stack(f, opts.verbose);
-        let mut last: Option<usize> = None;
-        for (user, fr) in frames {
-            let idx = f
-                .stack
-                .iter()
-                .position(|x| std::ptr::eq(x, fr))
-                .unwrap_or(0);
-            let gap = match last {
-                Some(l) => idx.saturating_sub(l + 1),
-                None => idx,
+        write_frames(&mut o, &f.stack, &main_keep(&f.stack, opts.verbose), &st);
+        for a in &f.aux_stacks {
+            let text = if a.text.is_empty() {
+                "another stack"
+            } else {
+                a.text.as_str()
             };
-            if gap > 0 {
-                let _ = writeln!(o, "         {}", st.dim(&format!("... {gap} frames")));
-            }
-            last = Some(idx);
-            let mark = if user { ">" } else { " " };
-            let line = format!("       {mark} {}", frame_str(fr));
-            let _ = writeln!(o, "{}", if user { st.bold(&line) } else { line });
-        }
-        if let Some(l) = last
-            && l + 1 < f.stack.len()
-        {
-            let _ = writeln!(
-                o,
-                "         {}",
-                st.dim(&format!("... {} more frames", f.stack.len() - l - 1))
-            );
+            let _ = writeln!(o, "     {text}:");
+            write_frames(&mut o, &a.stack, &aux_keep(&a.stack, opts.verbose), &st);
         }
         if f.pids.len() > 1 {
             let pids: Vec<String> = f.pids.iter().map(|p| p.to_string()).collect();

@@ -137,6 +137,225 @@ fn memory_errors_are_found_and_fail_the_gate() {
     assert_eq!(r["summary"]["user"]["errors"], 4);
 }
 
+/// The frame of `stack` (a JSON array of frames) marked as the user's
+/// first: (function, line).
+fn top_user(stack: &Value) -> (String, u64) {
+    let f = stack
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["user"] == true)
+        .unwrap_or_else(|| panic!("no user frame in {stack:#}"));
+    (
+        f["function"].as_str().unwrap().to_string(),
+        f["line"].as_u64().unwrap(),
+    )
+}
+
+/// A use after free, a read past a block and a double free: each finding
+/// has Valgrind's other stacks (where the block was freed, where it was
+/// allocated) with the user's frames marked, in JSON, text, SARIF and HTML;
+/// they change no fingerprint.
+#[test]
+fn freed_and_allocated_stacks_are_shown() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let exe = common::build_c("c/heap_misuse.c", tmp.path());
+    let src = tmp.path().join("heap_misuse.c");
+    let line = |m| common::marker_line(&src, m);
+    let sarif = tmp.path().join("r.sarif");
+    let html = tmp.path().join("r.html");
+    let (code, r) = run_json(
+        tmp.path(),
+        &[
+            "--sarif",
+            sarif.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ],
+        &[exe.to_str().unwrap()],
+    );
+    assert_eq!(code, 1);
+    common::assert_conserved(&r);
+    assert_eq!(user_findings(&r).len(), 3);
+    // (read/free site, [(aux text start, top user frame, its line)])
+    let cases = [
+        (
+            find(&r, "InvalidRead", line("@uaf_read")),
+            vec![
+                ("Address 0x", "release", line("@uaf_free")),
+                ("Block was alloc'd at", "make", line("@uaf_alloc")),
+            ],
+        ),
+        (
+            find(&r, "InvalidRead", line("@overflow_read")),
+            vec![("Address 0x", "overflow", line("@overflow_alloc"))],
+        ),
+        (
+            find(&r, "InvalidFree", line("@df_again")),
+            vec![
+                ("Address 0x", "double_free", line("@df_free")),
+                ("Block was alloc'd at", "double_free", line("@df_alloc")),
+            ],
+        ),
+    ];
+    for (f, want) in &cases {
+        let aux = f["aux_stacks"].as_array().expect("aux_stacks");
+        assert_eq!(aux.len(), want.len(), "{f:#}");
+        for (a, (text, func, l)) in aux.iter().zip(want) {
+            assert!(a["text"].as_str().unwrap().starts_with(text), "{a:#}");
+            assert_eq!(top_user(&a["stack"]), (func.to_string(), u64::from(*l)));
+            // The allocator is not the user's.
+            assert_eq!(a["stack"][0]["user"], false, "{a:#}");
+        }
+    }
+    let uaf = &cases[0].0["aux_stacks"][0]["text"];
+    assert!(uaf.as_str().unwrap().ends_with("free'd"), "{uaf}");
+    let over = &cases[1].0["aux_stacks"][0]["text"];
+    assert!(
+        over.as_str()
+            .unwrap()
+            .ends_with("is 0 bytes after a block of size 8 alloc'd"),
+        "{over}"
+    );
+
+    // Text: the free site under the read, in the default view and with -v.
+    let json = tmp.path().join("leakgate-report.json");
+    for verbose in [false, true] {
+        let mut cmd = Command::new(common::leakgate_bin());
+        cmd.current_dir(tmp.path()).arg("report").arg(&json);
+        if verbose {
+            cmd.arg("-v");
+        }
+        let out = common::run_capture(&mut cmd, "leakgate report");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let free = format!("> release (heap_misuse.c:{})", line("@uaf_free"));
+        let read = text.find("at heap_misuse.c:").expect("a finding");
+        let at = text
+            .find(&free)
+            .unwrap_or_else(|| panic!("{free}:\n{text}"));
+        assert!(at > read, "{text}");
+        assert!(text.contains("free'd:\n"), "{text}");
+        assert!(text.contains("Block was alloc'd at:\n"), "{text}");
+        // The free stack up to the user's outermost frame by default (the
+        // C runtime below main folded), all of it with -v.
+        let free_stack = &text[at..text[at..].find("Block was").unwrap() + at];
+        assert_eq!(free_stack.contains("__libc_start"), verbose, "{free_stack}");
+        assert_eq!(free_stack.contains("more frames"), !verbose, "{free_stack}");
+        assert!(
+            text.contains(&format!(
+                "> overflow (heap_misuse.c:{})",
+                line("@overflow_alloc")
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "> double_free (heap_misuse.c:{})",
+                line("@df_free")
+            )),
+            "{text}"
+        );
+    }
+
+    // SARIF: a related location at each free and allocation site, valid
+    // SARIF 2.1.0.
+    let s: Value = serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();
+    let results = s["runs"][0]["results"].as_array().unwrap();
+    let related = |read: u32| -> Vec<(String, u64)> {
+        let res = results
+            .iter()
+            .find(|x| x["locations"][0]["physicalLocation"]["region"]["startLine"] == read)
+            .unwrap_or_else(|| panic!("no result at line {read}"));
+        res["relatedLocations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let p = &l["physicalLocation"];
+                assert!(
+                    p["artifactLocation"]["uri"]
+                        .as_str()
+                        .unwrap()
+                        .ends_with("heap_misuse.c"),
+                    "{l:#}"
+                );
+                (
+                    l["message"]["text"].as_str().unwrap().to_string(),
+                    p["region"]["startLine"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let rel = related(line("@uaf_read"));
+    let free = rel
+        .iter()
+        .find(|(t, _)| t.ends_with("free'd"))
+        .expect("the free site");
+    assert_eq!(free.1, u64::from(line("@uaf_free")));
+    assert!(rel.contains(&("Block was alloc'd at".into(), u64::from(line("@uaf_alloc")))));
+    let rel = related(line("@overflow_read"));
+    assert!(
+        rel.iter()
+            .any(|(t, l)| t.ends_with("alloc'd") && *l == u64::from(line("@overflow_alloc"))),
+        "{rel:?}"
+    );
+    let rel = related(line("@df_again"));
+    assert!(
+        rel.iter()
+            .any(|(t, l)| t.ends_with("free'd") && *l == u64::from(line("@df_free"))),
+        "{rel:?}"
+    );
+    common::check_sarif_schema(&sarif);
+
+    // HTML: the card shows the free stack under Valgrind's text, the free
+    // site marked as the user's.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<div class=\"stitle\">Address 0x"), "{page}");
+    assert!(
+        page.contains("<div class=\"stitle\">Block was alloc&#39;d at"),
+        "{page}"
+    );
+    let free_site = format!(
+        ">heap_misuse.c:{}</span> <span class=\"yours\">",
+        line("@uaf_free")
+    );
+    assert!(page.contains(&free_site), "{free_site}: {page}");
+
+    // The same program without the aux stacks' frames changes no
+    // fingerprint: fingerprints come from the main stack only (a copy of
+    // the source with `release` renamed frees elsewhere, same finding).
+    let renamed = tmp.path().join("renamed");
+    std::fs::create_dir(&renamed).unwrap();
+    let text = std::fs::read_to_string(&src)
+        .unwrap()
+        .replace("release", "let_go");
+    std::fs::write(renamed.join("heap_misuse.c"), text).unwrap();
+    let out = common::run_capture(
+        Command::new("gcc")
+            .args(["-g", "-O0", "-o", "heap_misuse", "heap_misuse.c"])
+            .current_dir(&renamed),
+        "gcc",
+    );
+    common::check_success(&out, "gcc");
+    let (_, again) = run_json(&renamed, &[], &["./heap_misuse"]);
+    let fps = |r: &Value| {
+        let mut v: Vec<String> = user_findings(r)
+            .iter()
+            .map(|f| f["fingerprint"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        fps(&r),
+        fps(&again),
+        "the free site is not in the fingerprint"
+    );
+}
+
 #[test]
 fn mismatched_free_is_found() {
     if !common::valgrind_or_skip() {

@@ -1,5 +1,6 @@
 //! The user's findings as cards: kind, amount, where, the source snippet,
-//! the stacks with library frames folded, the tests it grew in.
+//! the stacks (the main one, then where the block was freed or allocated)
+//! with library frames folded, the tests it grew in.
 
 use std::fmt::Write as _;
 
@@ -176,12 +177,26 @@ pub(super) fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, con
         "Stack"
     };
     stack(o, stack_name, &f.stack);
-    if let Some(origin) = &f.origin {
+    // The auxiliary stacks (where the block was freed and allocated, the
+    // origin), titled by Valgrind's text; a report saved before they were
+    // kept has only the origin.
+    for a in &f.aux_stacks {
+        let title = if a.text.is_empty() {
+            "Another stack"
+        } else {
+            a.text.as_str()
+        };
+        stack(o, title, &a.stack);
+    }
+    if f.aux_stacks.is_empty()
+        && let Some(origin) = &f.origin
+    {
         stack(o, "Where the uninitialised value came from", origin);
     }
     let aux: Vec<&String> = f
         .aux
         .iter()
+        .filter(|a| !f.aux_stacks.iter().any(|s| s.text == **a))
         .filter(|a| !a.starts_with("Uninitialised value was created") || f.origin.is_none())
         .collect();
     if !aux.is_empty() {

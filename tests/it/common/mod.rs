@@ -356,6 +356,54 @@ pub(crate) fn assert_conserved(r: &serde_json::Value) {
     assert_ne!(r["verdict"]["exit_code"], 5, "{}", r["verdict"]);
 }
 
+/// Checks a SARIF file against the SARIF 2.1.0 schema
+/// (`tests/schemas/sarif-schema-2.1.0.json`) with the Python `jsonschema`
+/// package: panics with the errors when it is invalid; returns `false`
+/// (after [`require_or_skip`]) when no Python has `jsonschema`.
+pub(crate) fn check_sarif_schema(sarif: &Path) -> bool {
+    let Some(py) = python() else {
+        require_or_skip("no Python interpreter (set LEAKGATE_TEST_PYTHON)");
+        return false;
+    };
+    let has = Command::new(&py)
+        .args(["-c", "import jsonschema"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has {
+        require_or_skip(&format!(
+            "{} cannot import jsonschema (pip install jsonschema)",
+            py.display()
+        ));
+        return false;
+    }
+    let schema = repo_root().join("tests/schemas/sarif-schema-2.1.0.json");
+    let validate = r#"
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+doc = json.load(open(sys.argv[2]))
+jsonschema.Draft7Validator.check_schema(schema)
+errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(doc), key=str)
+for e in errors:
+    print(list(e.absolute_path), e.message)
+sys.exit(1 if errors else 0)
+"#;
+    let out = run_capture(
+        Command::new(&py)
+            .arg("-c")
+            .arg(validate)
+            .arg(&schema)
+            .arg(sarif),
+        "python",
+    );
+    assert!(
+        out.status.success(),
+        "{} is not valid SARIF 2.1.0:\n{}",
+        sarif.display(),
+        show(&out)
+    );
+    true
+}
+
 /// The files of `fixtures/<dir>` for each of `dirs`, sorted.
 pub(crate) fn fixture_files(dirs: &[&str]) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = Vec::new();
