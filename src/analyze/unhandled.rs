@@ -164,8 +164,6 @@ pub fn apply(
     if marked.is_empty() {
         return marked;
     }
-    // User findings first.
-    findings.sort_by_key(|f| !f.is_user());
     // The leak check of a process that did not finish: what it still held
     // is not lost. Only findings seen in no other process.
     let (mut n, mut bytes) = (0u64, 0u64);
@@ -192,6 +190,8 @@ pub fn apply(
             if n == 1 { "is" } else { "are" },
         ));
     }
+    // User findings first.
+    findings.sort_by_key(|f| !f.is_user());
     marked
 }
 

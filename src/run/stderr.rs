@@ -354,37 +354,37 @@ mod tests {
     }
 
     /// Valgrind 3.19's standard error for `tests/programs/c/unhandled_insn.c`
-    /// (`gcc -g -O1`, the AVX-512 mode), as `leakgate run` passed it on
-    /// while recording `fixtures/recorded/unhandled_insn.xml`.
+    /// (`gcc -g -O1`, the AVX-512 mode), from `valgrind --xml=yes
+    /// --xml-file=/dev/null --leak-check=full ./unhandled_insn`.
     const RECORDED: &str = "\
 vex amd64->IR: unhandled instruction bytes: 0x62 0xF1 0xFE 0x48 0x6F 0x7 0x62 0xF1 0x7D 0x48
 vex amd64->IR:   REX=0 REX.W=0 REX.R=0 REX.X=0 REX.B=0
 vex amd64->IR:   VEX=0 VEX.L=0 VEX.nVVVV=0x0 ESC=NONE
 vex amd64->IR:   PFX.66=0 PFX.F2=0 PFX.F3=0
-==17075== valgrind: Unrecognised instruction at address 0x109169.
-==17075== Your program just tried to execute an instruction that Valgrind
-==17075== did not recognise.  There are two possible reasons for this.
-==17075== 1. Your program has a bug and erroneously jumped to a non-code
-==17075==    location.  If you are running Memcheck and you just saw a
-==17075==    warning about a bad jump, it's probably your program's fault.
-==17075== 2. The instruction is legitimate but Valgrind doesn't handle it,
-==17075==    i.e. it's Valgrind's fault.  If you think this is the case or
-==17075==    you are not sure, please let us know and we'll try to fix it.
-==17075== Either way, Valgrind will now raise a SIGILL signal which will
-==17075== probably kill your program.
+==22731== valgrind: Unrecognised instruction at address 0x109169.
+==22731== Your program just tried to execute an instruction that Valgrind
+==22731== did not recognise.  There are two possible reasons for this.
+==22731== 1. Your program has a bug and erroneously jumped to a non-code
+==22731==    location.  If you are running Memcheck and you just saw a
+==22731==    warning about a bad jump, it's probably your program's fault.
+==22731== 2. The instruction is legitimate but Valgrind doesn't handle it,
+==22731==    i.e. it's Valgrind's fault.  If you think this is the case or
+==22731==    you are not sure, please let us know and we'll try to fix it.
+==22731== Either way, Valgrind will now raise a SIGILL signal which will
+==22731== probably kill your program.
 ";
 
     #[test]
     fn recorded_stderr() {
         let seen = Mutex::new(Seen::default());
         for l in RECORDED.split_inclusive('\n') {
-            check_line(17075, true, l.as_bytes(), &seen);
+            check_line(22731, true, l.as_bytes(), &seen);
         }
         let s = seen.lock().unwrap();
         assert_eq!(
             s.unhandled,
             vec![UnhandledInstruction {
-                pid: 17075,
+                pid: 22731,
                 arch: "amd64".into(),
                 bytes: "0x62 0xF1 0xFE 0x48 0x6F 0x7 0x62 0xF1 0x7D 0x48".into(),
                 address: Some(0x109169),

@@ -84,11 +84,21 @@ fn the_process_is_incomplete_and_nothing_is_the_users() {
         assert!(reason.contains(want), "{want:?} not in {reason:?}");
     }
     assert_eq!(fs[0].pids, vec![7, 8], "user findings first");
-    assert_eq!(fs[0].category, Category::User, "also seen in pid 8, which finished");
+    assert_eq!(
+        fs[0].category,
+        Category::User,
+        "also seen in pid 8, which finished"
+    );
     let crash = fs.iter().find(|f| f.kind == Kind::FatalSignal).unwrap();
     assert_eq!(crash.category, Category::Noise);
     assert_eq!(crash.source.as_deref(), Some(SOURCE));
-    assert!(crash.advice.as_deref().unwrap().contains("-march=x86-64-v3"));
+    assert!(
+        crash
+            .advice
+            .as_deref()
+            .unwrap()
+            .contains("-march=x86-64-v3")
+    );
     let own = fs.iter().find(|f| f.is_leak() && f.pids == [7]).unwrap();
     assert_eq!(own.category, Category::Noise, "its own leak check only");
     assert_eq!(own.source.as_deref(), Some(SOURCE));

@@ -36,10 +36,6 @@ __attribute__((noinline)) static void trap(void) {
     __builtin_trap(); /* @trap */
 }
 
-__attribute__((noinline)) static int invalid_read(const int *a) {
-    return a[16]; /* @invalid_read */
-}
-
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "avx512";
     int *a = malloc(16 * sizeof *a);
@@ -56,7 +52,7 @@ int main(int argc, char **argv) {
         trap();
     } else {
         if (strcmp(mode, "error") == 0)
-            r = invalid_read(a);
+            r = ((volatile int *)a)[16]; /* @invalid_read */
         r += add16(a, b, out);
     }
     printf("%d\n", r);
