@@ -119,6 +119,24 @@ pub enum ExitStatus {
     Signal(String),
 }
 
+/// An instruction Valgrind's decoder could not translate, as its standard
+/// error said (`vex amd64->IR: unhandled instruction bytes: 0x62 0xF1 …`,
+/// or `disInstr(arm64): unhandled instruction 0x…`): seen only by `run`,
+/// the XML does not say it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnhandledInstruction {
+    /// The process (Valgrind's `==PID==` of the "Unrecognised instruction"
+    /// line that follows, else the writer of the line).
+    pub pid: u64,
+    /// The guest architecture as Valgrind names it (`amd64`, `x86`, `arm64`).
+    pub arch: String,
+    /// The bytes as Valgrind printed them (`0x62 0xF1 0xFE 0x48 …`: the
+    /// instruction and what follows it, up to 10 bytes on amd64).
+    pub bytes: String,
+    /// The instruction's address ("Unrecognised instruction at address …").
+    pub address: Option<u64>,
+}
+
 /// Facts about one Valgrind XML document (one process).
 #[derive(Debug, Clone, Default)]
 pub struct ProcessInfo {

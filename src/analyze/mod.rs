@@ -9,7 +9,8 @@
 //! and [`sources`], with `auxiliary` marking the user's frames of the
 //! auxiliary stacks (where a block was freed or allocated);
 //! [`checkpoints`] ties mid-run leak snapshots to tests, [`processes`]
-//! relates the processes of a run, [`summary`] counts the findings and
+//! relates the processes of a run, [`unhandled`] what an instruction
+//! Valgrind cannot run leaves behind, [`summary`] counts the findings and
 //! [`accounting`] checks that every record is accounted for; [`origins`]
 //! carries the origins of a `--origins auto` re-run over; [`merge`] folds
 //! the saved reports of shards into one.
@@ -27,6 +28,7 @@ pub mod processes;
 pub mod schedule;
 pub mod sources;
 pub mod summary;
+pub mod unhandled;
 
 pub use accounting::{check_conservation, conservation_error};
 pub use aggregate::{Aggregator, Analysis, Observer, Options, StageTimes};

@@ -29,6 +29,7 @@ pub(super) fn analyze(a: AnalyzeArgs) -> Result<i32> {
         .find_map(|p| p.valgrind_version.clone());
     let command = a.paths.iter().map(|p| p.display().to_string()).collect();
     let mut analysis = analysis;
+    analyze::unhandled::advise_sigill(&mut analysis.findings);
     let baseline = outputs.classify(&mut analysis.findings);
     let mut report = build_report(
         "analyze",

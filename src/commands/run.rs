@@ -141,6 +141,12 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     if let Some(g) = gen_supp {
         g.write()?;
     }
+    let unhandled = crate::analyze::unhandled::apply(
+        &mut analysis.findings,
+        &mut analysis.processes,
+        &out.unhandled,
+        &mut notes,
+    );
     crate::analyze::processes::after_run(
         &mut analysis.findings,
         &mut analysis.summary,
@@ -152,7 +158,13 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         &mut problems,
         &mut notes,
     );
-    let valgrind_failed = !problems.is_empty() || analysis.processes.iter().any(|p| !p.complete);
+    // An unhandled instruction is said in its process' reason: Valgrind's
+    // log would only repeat it.
+    let valgrind_failed = !problems.is_empty()
+        || analysis
+            .processes
+            .iter()
+            .any(|p| !p.complete && !p.pid.is_some_and(|pid| unhandled.contains(&pid)));
     if valgrind_failed && !out.log.trim().is_empty() {
         if !out.log_shown {
             eprintln!(

@@ -139,6 +139,8 @@ pub struct RunOutcome {
     pub stopped_children: Option<String>,
     /// PyTorch's CUDA-IPC producer warning: (pid, line, times).
     pub cuda_ipc: Vec<(u64, String, u64)>,
+    /// Instructions Valgrind could not decode (from its standard error).
+    pub unhandled: Vec<crate::model::UnhandledInstruction>,
     /// Valgrind's messages already reached the user's stderr (so the log
     /// need not be printed again). False: the watcher kept them back.
     pub log_shown: bool,

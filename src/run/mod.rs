@@ -203,6 +203,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         stopped: sup.stopped,
         stopped_children: sup.stopped_children,
         cuda_ipc,
+        unhandled: seen.unhandled,
         log_shown: false,
         progress,
         per_test,

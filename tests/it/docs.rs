@@ -46,6 +46,9 @@ const SYNOPSES: &[&str] = &[
 const RUNS: &[(&str, i32)] = &[
     // README "First run": a recorded report of a 40-byte leak fails.
     ("leakgate analyze fixtures/raw-3.26/leak40.xml", 1),
+    // docs/valgrind-versions.md: a SIGILL at an instruction Valgrind cannot
+    // decode, read from the XML alone, is a crash in your code.
+    ("leakgate analyze fixtures/recorded/unhandled_insn.xml", 1),
     // docs/install.md
     ("leakgate completions bash", 0),
     ("leakgate completions zsh", 0),

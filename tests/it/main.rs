@@ -40,4 +40,5 @@ mod run_safety;
 mod snapshots;
 mod suppress_diff;
 mod suppressions_cli;
+mod unhandled;
 mod versions;
