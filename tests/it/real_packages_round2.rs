@@ -180,11 +180,14 @@ fn installed(b: &'static Build) -> Option<&'static Installed> {
     if !common::valgrind_or_skip() {
         return None;
     }
-    let cell: &'static Cell = *CELLS
+    let key = format!("{}-{}", b.name, b.release.version);
+    let mut cells = CELLS
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .entry(format!("{}-{}", b.name, b.release.version))
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let cell: &'static Cell = cells
+        .entry(key)
         .or_insert_with(|| Box::leak(Box::new(OnceLock::new())));
+    drop(cells);
     match cell.get_or_init(|| prepare(b)) {
         Ok(i) => Some(i),
         Err(why) => {
@@ -219,40 +222,129 @@ fn assert_fails_at<'a>(
     f
 }
 
-#[test]
-fn hiredis_map_reply_leak_fails_at_the_values_the_fix_releases() {
-    let Some((leaky, fixed)) = pair(&HIREDIS_LEAKY, &HIREDIS_FIXED) else {
+/// A leak whose upstream fix is one text added to or removed from one
+/// file, and the leak it stopped: definitely lost `blocks` blocks at the
+/// line of `alloc` in `rel`, in `function`, when `driver` runs.
+struct Case {
+    leaky: &'static Build,
+    fixed: &'static Build,
+    driver: &'static str,
+    rel: &'static str,
+    /// The text, and whether the fix added it (else removed it).
+    fix: (&'static str, bool),
+    alloc: &'static str,
+    function: &'static str,
+    blocks: u64,
+}
+
+/// hiredis: tryParentize releases its references to the map's values (and
+/// keys, and the popitem tuple) once the dict holds them. Two values per
+/// reply, three replies.
+const HIREDIS_MAP: Case = Case {
+    leaky: &HIREDIS_LEAKY,
+    fixed: &HIREDIS_FIXED,
+    driver: "hiredis_resp3_map.py",
+    rel: "src/reader.c",
+    fix: ("Py_DECREF(last_item);", true),
+    alloc: "obj = PyLong_FromLongLong(value);",
+    function: "createIntegerObject",
+    blocks: 6,
+};
+
+/// ujson 5.11.0: one digits buffer per big integer.
+const UJSON_BIG_INT: Case = Case {
+    leaky: &UJSON_5_11_0,
+    fixed: &UJSON_5_12_0,
+    driver: "ujson_big_int.py",
+    rel: "src/ujson/python/JSONtoObj.c",
+    fix: ("PyObject_Free(buf);", true),
+    alloc: "char *buf = PyObject_Malloc(length + 1);",
+    function: "Object_newIntegerFromString",
+    blocks: 3,
+};
+
+/// ujson 5.12.0: PyUnicodeToUTF8 no longer stores the encoding in newObj,
+/// the slot that holds the default function's result. The leaked string
+/// (one per dumps) is made by the Python default function; the first frame
+/// of the extension is the call of it.
+const UJSON_DEFAULT: Case = Case {
+    leaky: &UJSON_5_12_0,
+    fixed: &UJSON_5_12_1,
+    driver: "ujson_default_non_ascii.py",
+    rel: "src/ujson/python/objToJSON.c",
+    fix: (
+        "PyUnicodeToUTF8Raw(_obj, _outLen, &(GET_TC(tc)->newObj));",
+        false,
+    ),
+    alloc: "newObj = PyObject_CallFunctionObjArgs(defaultFn, obj, NULL);",
+    function: "Object_beginTypeContext",
+    blocks: 3,
+};
+
+/// The fix is in the sources as `c` says, and the leaky release fails at
+/// the allocation it stopped leaking.
+fn leaky_fails(c: &Case) {
+    let Some((leaky, fixed)) = pair(c.leaky, c.fixed) else {
         return;
     };
-    let rel = "src/reader.c";
-    // The fix: tryParentize releases its references to the map's values
-    // (and keys, and the popitem tuple) once the dict holds them.
-    let fix = "Py_DECREF(last_item);";
-    assert!(!read(&leaky.file(rel)).contains(fix));
+    let (text, added) = c.fix;
+    let (has, lacks) = if added {
+        (fixed, leaky)
+    } else {
+        (leaky, fixed)
+    };
     assert!(
-        read(&fixed.file(rel)).contains(fix),
-        "the fixed release does not release the map items"
+        read(&has.file(c.rel)).contains(text),
+        "{text:?} not in {}",
+        c.rel
     );
-    let alloc = common::marker_line(&leaky.file(rel), "obj = PyLong_FromLongLong(value);");
+    assert!(
+        !read(&lacks.file(c.rel)).contains(text),
+        "{text:?} still in {}",
+        c.rel
+    );
+    let line = common::marker_line(&leaky.file(c.rel), c.alloc);
+    let file = c.rel.rsplit('/').next().unwrap_or(c.rel);
+    let run = leaky.run(c.driver);
+    let f = assert_fails_at(&run, "Leak_DefinitelyLost", file, line, c.function);
+    assert_eq!(f["blocks"], c.blocks, "{f:#}");
+}
 
-    let run = leaky.run("hiredis_resp3_map.py");
-    let f = assert_fails_at(
-        &run,
-        "Leak_DefinitelyLost",
-        "reader.c",
-        alloc,
-        "createIntegerObject",
-    );
-    // Two values per reply, three replies.
-    assert_eq!(f["blocks"], 6, "{f:#}");
-    frame(f, "Reader_gets");
+/// The release passes with `driver`.
+fn passes(b: &'static Build, driver: &str) {
+    if let Some(fixed) = installed(b) {
+        fixed.run(driver).assert_pass();
+    }
+}
+
+#[test]
+fn hiredis_map_reply_leak_fails_at_the_values_the_fix_releases() {
+    leaky_fails(&HIREDIS_MAP);
 }
 
 #[test]
 fn hiredis_fixed_release_passes() {
-    if let Some(fixed) = installed(&HIREDIS_FIXED) {
-        fixed.run("hiredis_resp3_map.py").assert_pass();
-    }
+    passes(&HIREDIS_FIXED, HIREDIS_MAP.driver);
+}
+
+#[test]
+fn ujson_big_int_leak_fails_at_the_buffer_the_fix_frees() {
+    leaky_fails(&UJSON_BIG_INT);
+}
+
+#[test]
+fn ujson_5_12_0_big_int_passes() {
+    passes(&UJSON_5_12_0, UJSON_BIG_INT.driver);
+}
+
+#[test]
+fn ujson_default_non_ascii_leak_fails_at_the_default_call() {
+    leaky_fails(&UJSON_DEFAULT);
+}
+
+#[test]
+fn ujson_5_12_1_passes() {
+    passes(&UJSON_5_12_1, UJSON_DEFAULT.driver);
 }
 
 #[test]
@@ -290,80 +382,7 @@ fn cbor2_long_string_leaks_fail_at_the_lines_the_fix_changed() {
 
 #[test]
 fn cbor2_fixed_release_passes() {
-    if let Some(fixed) = installed(&CBOR2_FIXED) {
-        fixed.run("cbor2_long_string.py").assert_pass();
-    }
-}
-
-#[test]
-fn ujson_big_int_leak_fails_at_the_buffer_the_fix_frees() {
-    let Some((leaky, fixed)) = pair(&UJSON_5_11_0, &UJSON_5_12_0) else {
-        return;
-    };
-    let rel = "src/ujson/python/JSONtoObj.c";
-    let fix = "PyObject_Free(buf);";
-    assert!(!read(&leaky.file(rel)).contains(fix));
-    assert!(
-        read(&fixed.file(rel)).contains(fix),
-        "the fixed release does not free the digits"
-    );
-    let alloc = common::marker_line(&leaky.file(rel), "char *buf = PyObject_Malloc(length + 1);");
-
-    let run = leaky.run("ujson_big_int.py");
-    let f = assert_fails_at(
-        &run,
-        "Leak_DefinitelyLost",
-        "JSONtoObj.c",
-        alloc,
-        "Object_newIntegerFromString",
-    );
-    assert_eq!(f["blocks"], 3, "one buffer per big integer: {f:#}");
-}
-
-#[test]
-fn ujson_5_12_0_big_int_passes() {
-    if let Some(fixed) = installed(&UJSON_5_12_0) {
-        fixed.run("ujson_big_int.py").assert_pass();
-    }
-}
-
-#[test]
-fn ujson_default_non_ascii_leak_fails_at_the_default_call() {
-    let Some((leaky, fixed)) = pair(&UJSON_5_12_0, &UJSON_5_12_1) else {
-        return;
-    };
-    let rel = "src/ujson/python/objToJSON.c";
-    // The fix: PyUnicodeToUTF8 no longer stores the encoding in newObj,
-    // the slot that holds the default function's result.
-    let overwrite = "PyUnicodeToUTF8Raw(_obj, _outLen, &(GET_TC(tc)->newObj));";
-    assert!(read(&leaky.file(rel)).contains(overwrite));
-    assert!(
-        !read(&fixed.file(rel)).contains(overwrite),
-        "the fixed release still overwrites newObj"
-    );
-    // The leaked string is made by the Python default function; the
-    // first frame of the extension is the call of it.
-    let call = common::marker_line(
-        &leaky.file(rel),
-        "newObj = PyObject_CallFunctionObjArgs(defaultFn, obj, NULL);",
-    );
-
-    let run = leaky.run("ujson_default_non_ascii.py");
-    let f = assert_fails_at(
-        &run,
-        "Leak_DefinitelyLost",
-        "objToJSON.c",
-        call,
-        "Object_beginTypeContext",
-    );
-    assert_eq!(f["blocks"], 3, "one string per dumps: {f:#}");
-}
-
-#[test]
-fn ujson_5_12_1_passes() {
-    if let Some(fixed) = installed(&UJSON_5_12_1) {
-        fixed.run("ujson_default_non_ascii.py").assert_pass();
-    }
+    passes(&CBOR2_FIXED, "cbor2_long_string.py");
 }
 
 #[test]
@@ -408,7 +427,5 @@ fn mmh3_unreleased_buffer_fails_at_the_call_that_takes_it() {
 
 #[test]
 fn mmh3_fixed_release_passes() {
-    if let Some(fixed) = installed(&MMH3_FIXED) {
-        fixed.run("mmh3_hash_from_buffer.py").assert_pass();
-    }
+    passes(&MMH3_FIXED, "mmh3_hash_from_buffer.py");
 }
