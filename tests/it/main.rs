@@ -9,7 +9,8 @@
 //! directory (give them to the child `Command` instead), and each builds
 //! and runs in its own temporary directory (`common::tempdir()`); what is
 //! shared is guarded: `distribution`'s build directory (a lock),
-//! `real_packages`' prepared venvs (`OnceLock`s) and download cache (a lock),
+//! `real_packages`' prepared venvs (`OnceLock`s; `real_packages_round2`'s, one
+//! per release) and download cache (a lock),
 //! the unpacking of the extra Valgrind builds (a lock in `common`).
 
 mod common;
@@ -35,6 +36,7 @@ mod per_test;
 mod project_config;
 mod python_ext;
 mod real_packages;
+mod real_packages_round2;
 mod real_runs;
 mod run_safety;
 mod snapshots;

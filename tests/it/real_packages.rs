@@ -31,9 +31,9 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 /// One release on PyPI: version and the SHA-256 of its sdist.
-struct Release {
-    version: &'static str,
-    sha256: &'static str,
+pub(crate) struct Release {
+    pub(crate) version: &'static str,
+    pub(crate) sha256: &'static str,
 }
 
 /// A package with a leaky release and the release that fixed the leak.
@@ -82,12 +82,21 @@ const MULTIDICT: Package = Package {
 
 const PACKAGES: [&Package; 2] = [&CISO8601, &MULTIDICT];
 
+/// A wheel the venvs get from the download cache: file, SHA-256 and the
+/// requirement that downloads it.
+pub(crate) struct Wheel {
+    pub(crate) file: &'static str,
+    pub(crate) sha256: &'static str,
+    pub(crate) requirement: &'static str,
+}
+
 /// The setuptools wheel installed into the venvs (`--no-build-isolation`
 /// builds with it; `bdist_wheel` is built in since 70.1).
-const SETUPTOOLS: (&str, &str) = (
-    "setuptools-75.8.0-py3-none-any.whl",
-    "e3982f444617239225d675215d51f6ba05f845d4eec313da4418fdbb56fb27e3",
-);
+const SETUPTOOLS: Wheel = Wheel {
+    file: "setuptools-75.8.0-py3-none-any.whl",
+    sha256: "e3982f444617239225d675215d51f6ba05f845d4eec313da4418fdbb56fb27e3",
+    requirement: "setuptools==75.8.0",
+};
 
 /// Where downloads are kept between runs.
 const CACHE_ENV: &str = "LEAKGATE_SDIST_CACHE";
@@ -150,7 +159,7 @@ fn sha256(file: &Path) -> String {
         .to_string()
 }
 
-fn pip(py: &Path) -> Command {
+pub(crate) fn pip(py: &Path) -> Command {
     let mut c = Command::new(py);
     c.args(["-m", "pip"])
         .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
@@ -220,20 +229,94 @@ fn fetch(
     Ok(path)
 }
 
+/// The sdist of `name`'s `release`, from the download cache or PyPI.
+pub(crate) fn fetch_sdist(py: &Path, name: &str, r: &Release) -> Result<PathBuf, String> {
+    let file = format!("{name}-{}.tar.gz", r.version);
+    let req = format!("{name}=={}", r.version);
+    fetch(py, &file, r.sha256, &req, true)
+}
+
+/// A fresh venv at `venv` (removed first) with `wheels` installed from the
+/// download cache; its `bin/`.
+pub(crate) fn make_venv(py: &Path, venv: &Path, wheels: &[&Wheel]) -> Result<PathBuf, String> {
+    let mut files = Vec::new();
+    for w in wheels {
+        files.push(fetch(py, w.file, w.sha256, w.requirement, false)?);
+    }
+    if venv.exists() {
+        std::fs::remove_dir_all(venv)
+            .unwrap_or_else(|e| panic!("cannot remove {}: {e}", venv.display()));
+    }
+    let out = common::run_capture(Command::new(py).args(["-m", "venv"]).arg(venv), "venv");
+    common::check_success(
+        &out,
+        &format!("{} -m venv {}", py.display(), venv.display()),
+    );
+    let bin = venv.join("bin");
+    let mut c = pip(&bin.join("python"));
+    c.args(["install", "--no-index", "--find-links"])
+        .arg(cache_dir())
+        .args(&files);
+    let out = common::run_capture(&mut c, "pip install");
+    common::check_success(
+        &out,
+        "pip install of the build wheels (from the download cache)",
+    );
+    Ok(bin)
+}
+
+/// Unpacks `sdist` into `src` (it must hold `checkout`, the sdist's
+/// top directory) and installs it the way a user does: a debug build,
+/// `CFLAGS='-O0 -g' pip install --no-build-isolation --no-deps .` run in
+/// the checkout with the venv's pip. The checkout's path.
+pub(crate) fn install_sdist(
+    bin: &Path,
+    sdist: &Path,
+    src: &Path,
+    checkout: &str,
+    build_env: &[(&str, &str)],
+) -> PathBuf {
+    std::fs::create_dir_all(src).unwrap_or_else(|e| panic!("cannot create {}: {e}", src.display()));
+    let out = common::run_capture(
+        Command::new("tar").arg("xzf").arg(sdist).arg("-C").arg(src),
+        "tar",
+    );
+    common::check_success(&out, &format!("tar xzf {}", sdist.display()));
+    let checkout = src.join(checkout);
+    assert!(
+        checkout.is_dir(),
+        "{} did not unpack into {}",
+        sdist.display(),
+        checkout.display()
+    );
+    let mut c = pip(&bin.join("python"));
+    c.current_dir(&checkout)
+        .env("CFLAGS", "-O0 -g")
+        .envs(build_env.iter().copied())
+        .args([
+            "install",
+            "--no-build-isolation",
+            "--no-deps",
+            "--no-index",
+            ".",
+        ]);
+    let out = common::run_capture(&mut c, "pip install");
+    common::check_success(
+        &out,
+        &format!("CFLAGS='-O0 -g' pip install . (in {})", checkout.display()),
+    );
+    checkout
+}
+
 /// Downloads, unpacks, builds and installs one side. `Err`: skip reason.
 fn prepare(side: Side) -> Result<Env, String> {
     let Some(py) = common::python() else {
         return Err("no Python interpreter (set LEAKGATE_TEST_PYTHON)".into());
     };
-    let wheel = fetch(&py, SETUPTOOLS.0, SETUPTOOLS.1, "setuptools==75.8.0", false)?;
     let mut sdists = Vec::new();
     for p in PACKAGES {
-        let r = side.release(p);
-        let file = format!("{}-{}.tar.gz", p.name, r.version);
-        let req = format!("{}=={}", p.name, r.version);
-        sdists.push(fetch(&py, &file, r.sha256, &req, true)?);
+        sdists.push(fetch_sdist(&py, p.name, side.release(p))?);
     }
-
     let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("real_packages")
         .join(side.label());
@@ -241,58 +324,10 @@ fn prepare(side: Side) -> Result<Env, String> {
         std::fs::remove_dir_all(&work)
             .unwrap_or_else(|e| panic!("cannot remove {}: {e}", work.display()));
     }
+    let bin = make_venv(&py, &work.join("venv"), &[&SETUPTOOLS])?;
     let src = work.join("src");
-    std::fs::create_dir_all(&src)
-        .unwrap_or_else(|e| panic!("cannot create {}: {e}", src.display()));
-    let venv = work.join("venv");
-    let out = common::run_capture(Command::new(&py).args(["-m", "venv"]).arg(&venv), "venv");
-    common::check_success(
-        &out,
-        &format!("{} -m venv {}", py.display(), venv.display()),
-    );
-    let bin = venv.join("bin");
-    let vpy = bin.join("python");
-    let mut c = pip(&vpy);
-    c.args(["install", "--no-index", "--find-links"])
-        .arg(wheel.parent().unwrap())
-        .arg(&wheel);
-    let out = common::run_capture(&mut c, "pip install setuptools");
-    common::check_success(&out, "pip install setuptools (from the download cache)");
-
     for (p, sdist) in PACKAGES.iter().zip(&sdists) {
-        let out = common::run_capture(
-            Command::new("tar")
-                .arg("xzf")
-                .arg(sdist)
-                .arg("-C")
-                .arg(&src),
-            "tar",
-        );
-        common::check_success(&out, &format!("tar xzf {}", sdist.display()));
-        let checkout = src.join(checkout_name(p, side));
-        assert!(
-            checkout.is_dir(),
-            "{} did not unpack into {}",
-            sdist.display(),
-            checkout.display()
-        );
-        // What a user does in the checkout: a debug build into the venv.
-        let mut c = pip(&vpy);
-        c.current_dir(&checkout)
-            .env("CFLAGS", "-O0 -g")
-            .envs(p.build_env.iter().copied())
-            .args([
-                "install",
-                "--no-build-isolation",
-                "--no-deps",
-                "--no-index",
-                ".",
-            ]);
-        let out = common::run_capture(&mut c, "pip install");
-        common::check_success(
-            &out,
-            &format!("CFLAGS='-O0 -g' pip install . (in {})", checkout.display()),
-        );
+        install_sdist(&bin, sdist, &src, &checkout_name(p, side), p.build_env);
     }
     Ok(Env { side, src, bin })
 }
@@ -319,28 +354,28 @@ fn env_or_skip(side: Side) -> Option<&'static Env> {
     }
 }
 
-fn driver(name: &str) -> PathBuf {
+pub(crate) fn driver(name: &str) -> PathBuf {
     common::programs_dir().join("real_packages").join(name)
 }
 
-struct Run {
-    code: i32,
-    stdout: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
     stderr: String,
     report: Option<Value>,
 }
 
 impl Run {
-    fn report(&self) -> &Value {
+    pub(crate) fn report(&self) -> &Value {
         self.report.as_ref().expect("no JSON report asked for")
     }
-    fn context(&self) -> String {
+    pub(crate) fn context(&self) -> String {
         format!(
             "exit {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
             self.code, self.stdout, self.stderr
         )
     }
-    fn user_findings(&self) -> Vec<&Value> {
+    pub(crate) fn user_findings(&self) -> Vec<&Value> {
         self.report()["findings"]
             .as_array()
             .expect("findings")
@@ -351,7 +386,7 @@ impl Run {
     /// Exit 0 and no gated user finding. (Ungated ones may remain: with
     /// Debian's interpreter, which has no symbols, a possibly-lost block
     /// of `PyDateTime_IMPORT` in `PyInit_ciso8601` is the user's.)
-    fn assert_pass(&self) {
+    pub(crate) fn assert_pass(&self) {
         let gated: Vec<String> = self
             .user_findings()
             .iter()
@@ -371,19 +406,19 @@ impl Run {
     }
 }
 
-/// `leakgate run [extra] -- python DRIVER` in `cwd`, with the venv first on
-/// PATH (an activated venv). With `json`, the report is read back.
-fn leakgate(env: &Env, cwd: &Path, extra: &[&str], json: bool, drv: &str) -> Run {
+/// `leakgate run [extra] -- python DRIVER` in `cwd`, with the venv's `bin`
+/// first on PATH (an activated venv). With `json`, the report is read back.
+pub(crate) fn leakgate(bin: &Path, cwd: &Path, extra: &[&str], json: bool, drv: &str) -> Run {
     let out_dir = common::tempdir();
     let json_path = out_dir.path().join("report.json");
-    let mut path = vec![env.bin.clone()];
+    let mut path = vec![bin.to_path_buf()];
     if let Some(p) = std::env::var_os("PATH") {
         path.extend(std::env::split_paths(&p));
     }
     let mut c = Command::new(common::leakgate_bin());
     c.current_dir(cwd)
         .env("PATH", std::env::join_paths(path).unwrap())
-        .env("VIRTUAL_ENV", env.bin.parent().unwrap())
+        .env("VIRTUAL_ENV", bin.parent().unwrap())
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env_remove("PYTHONMALLOC")
         .env_remove("PYTHONHOME")
@@ -414,13 +449,13 @@ fn leakgate(env: &Env, cwd: &Path, extra: &[&str], json: bool, drv: &str) -> Run
     }
 }
 
-fn read(p: &Path) -> String {
+pub(crate) fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("cannot read {}: {e}", p.display()))
 }
 
 /// The lines of C function `name` (from its definition line to the first
 /// line that is `}`), 1-based first line and text.
-fn c_function(src: &Path, name: &str) -> (u32, String) {
+pub(crate) fn c_function(src: &Path, name: &str) -> (u32, String) {
     let text = read(src);
     let lines: Vec<&str> = text.lines().collect();
     let start = lines
@@ -437,7 +472,7 @@ fn c_function(src: &Path, name: &str) -> (u32, String) {
 
 /// The user finding of `kind` located at `file:line`; panics listing all
 /// user findings when there is none.
-fn finding_at<'a>(run: &'a Run, kind: &str, file: &str, line: u32) -> &'a Value {
+pub(crate) fn finding_at<'a>(run: &'a Run, kind: &str, file: &str, line: u32) -> &'a Value {
     let users = run.user_findings();
     users
         .iter()
@@ -467,7 +502,7 @@ fn finding_at<'a>(run: &'a Run, kind: &str, file: &str, line: u32) -> &'a Value 
 }
 
 /// The frame of `function` in `f`'s stack.
-fn frame<'a>(f: &'a Value, function: &str) -> &'a Value {
+pub(crate) fn frame<'a>(f: &'a Value, function: &str) -> &'a Value {
     f["stack"]
         .as_array()
         .expect("stack")
@@ -476,7 +511,7 @@ fn frame<'a>(f: &'a Value, function: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {function} frame in {:#}", f["stack"]))
 }
 
-fn assert_object_in_site_packages(fr: &Value) {
+pub(crate) fn assert_object_in_site_packages(fr: &Value) {
     let obj = fr["object"].as_str().unwrap_or("");
     assert!(
         obj.contains("/site-packages/"),
@@ -503,7 +538,7 @@ fn ciso8601_leak_fails_at_the_line_the_fix_changed() {
     assert_eq!(common::marker_line(&src, leaky_call), statement + 1);
 
     let run = leakgate(
-        leaky,
+        &leaky.bin,
         &leaky.checkout(&CISO8601),
         &[],
         true,
@@ -553,7 +588,7 @@ fn multidict_leak_fails_at_the_line_the_fix_changed() {
     );
 
     let run = leakgate(
-        leaky,
+        &leaky.bin,
         &leaky.checkout(&MULTIDICT),
         &[],
         true,
@@ -578,7 +613,7 @@ fn assert_passes(pkg: &Package, drv: &str) {
     let Some(fixed) = env_or_skip(Side::Fixed) else {
         return;
     };
-    leakgate(fixed, &fixed.checkout(pkg), &[], true, drv).assert_pass();
+    leakgate(&fixed.bin, &fixed.checkout(pkg), &[], true, drv).assert_pass();
 }
 
 #[test]
@@ -597,7 +632,7 @@ fn correct_code_using_small_ints_passes() {
         return;
     };
     // Both checkouts lie under the current directory: both are the user's.
-    let run = leakgate(fixed, &fixed.src, &[], true, "small_ints.py");
+    let run = leakgate(&fixed.bin, &fixed.src, &[], true, "small_ints.py");
     run.assert_pass();
     // Whether the case was exercised: errors that ran through the
     // extensions' code (in site-packages, sources under the root) and are
@@ -627,7 +662,13 @@ fn leaky_extension_run_from_elsewhere_passes_with_a_hint_that_claims_it() {
         return;
     };
     let elsewhere = common::tempdir();
-    let run = leakgate(leaky, elsewhere.path(), &[], false, "multidict_reinit.py");
+    let run = leakgate(
+        &leaky.bin,
+        elsewhere.path(),
+        &[],
+        false,
+        "multidict_reinit.py",
+    );
     assert_eq!(run.code, 0, "{}", run.context());
     let note = run
         .stdout
@@ -647,7 +688,7 @@ fn leaky_extension_run_from_elsewhere_passes_with_a_hint_that_claims_it() {
 
     // Following the note's advice claims the leak.
     let run = leakgate(
-        leaky,
+        &leaky.bin,
         elsewhere.path(),
         &["--user-object", glob],
         true,
