@@ -28,6 +28,7 @@ mod free_lists;
 mod generate;
 mod hostile;
 mod html;
+mod library_calls;
 mod matcher_reference;
 mod outputs_checked;
 mod per_test;
