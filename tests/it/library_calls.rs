@@ -2,7 +2,8 @@
 //! user's direct call and the user leaked are the user's, at the line of the
 //! call (docs/attribution.md, "How leakgate decides what is yours"). A small
 //! C library installed under a `site-packages` directory (so it classifies as
-//! `third_party`) and a C program calling it; and a CPython extension that
+//! `third_party`) and a C program calling it; the string libstdc++ made for a
+//! `std::runtime_error` the program leaked; and a CPython extension that
 //! leaks the array NumPy's `PyArray_Ravel` returns, next to one that
 //! releases it, whose run passes with NumPy's import-time blocks left as
 //! noise and no advice to claim NumPy.
@@ -132,6 +133,39 @@ fn blocks_a_third_party_library_returned_are_the_callers() {
     let (code, r) = run_json(&prog, &["./uselib", "fixed"]);
     assert_eq!(code, 0, "{:#}", r["findings"]);
     assert_eq!(r["summary"]["user"]["findings"], 0);
+}
+
+#[test]
+fn the_string_of_a_leaked_runtime_error_is_the_callers() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let tmp = common::tempdir();
+    common::build_c("library_calls/rt_error.cpp", tmp.path());
+    let line = u64::from(common::marker_line(
+        &tmp.path().join("rt_error.cpp"),
+        "@rt_error",
+    ));
+    let (code, r) = run_json(tmp.path(), &["./rt_error"]);
+    assert_eq!(code, 1, "{:#}", r["findings"]);
+    let found = gated_user(&r);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(
+        (found[0].0.as_str(), found[0].1, found[0].3.as_str()),
+        ("Leak_DefinitelyLost", line, "")
+    );
+    // Was `system` noise beside the user's finding.
+    assert_eq!(
+        (found[1].0.as_str(), found[1].1),
+        ("Leak_IndirectlyLost", line)
+    );
+    assert!(
+        found[1]
+            .3
+            .starts_with("allocated by libstdc++ (std::runtime_error::runtime_error("),
+        "{found:?}"
+    );
+    assert_eq!(r["summary"]["noise"]["findings"], 0, "{:#}", r["findings"]);
 }
 
 #[test]
