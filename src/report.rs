@@ -261,7 +261,8 @@ pub struct Finding {
     pub advice: Option<String>,
     /// Noise whose stack runs through your code: why it is not yours
     /// (an uninitialised value the interpreter made, interpreter
-    /// bookkeeping such as tracemalloc's).
+    /// bookkeeping such as tracemalloc's). A user finding whose block a
+    /// library allocated for your direct call: which library and function.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// With checkpoints (the pytest plugin, `leakgate_probe.checkpoint`):

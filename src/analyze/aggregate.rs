@@ -559,19 +559,20 @@ fn snap_rec(rec: &Record, key: (u64, Option<u32>), dbytes: i64, dblocks: i64) ->
 }
 
 /// Whether a user record that a suppression hid is worth a note: a kind
-/// the default gate fails on (a definite or indirect leak, a memory error)
-/// that was not made while the interpreter imported the extension (module
+/// the default gate fails on (a definite leak, a memory error) that was not
+/// made while the interpreter imported the extension (module
 /// initialisation allocates for the life of the process, and the bundled
-/// rules for the import machinery hide those records on purpose).
+/// rules for the import machinery hide those records on purpose). An
+/// indirectly lost block is not: the definitely lost block that owns it has
+/// its own record, with the indirect bytes in its total (the bundled
+/// `torch-tensor-storage-indirect` hides the tensor behind a leaked
+/// `new torch::Tensor` this way, a block torch made for the user's call).
 fn hidden_user_matters(rec: &Record) -> bool {
-    let gated_kind = !rec.is_leak() || Kind::is_lost_str(&rec.kind);
+    let gated_kind = !rec.is_leak() || &*rec.kind == Kind::DefinitelyLost.as_str();
     let module_init = rec.stack.iter().any(|f| {
-        f.func.as_deref().is_some_and(|n| {
-            n.starts_with("PyInit_")
-                || n.starts_with("_imp_create_dynamic")
-                || n == "_PyImport_LoadDynamicModuleWithSpec"
-                || n.starts_with("PyModule_ExecDef")
-        })
+        f.func
+            .as_deref()
+            .is_some_and(crate::analyze::attribute::is_module_init)
     });
     gated_kind && !module_init
 }
@@ -644,7 +645,11 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
         processes: Vec::new(),
         inherited_by: Vec::new(),
         advice: None,
-        reason: att.reason.as_ref().map(|r| r.describe()),
+        reason: att
+            .reason
+            .as_ref()
+            .map(|r| r.describe())
+            .or_else(|| att.made_by.as_ref().map(|m| m.describe())),
         tests: Vec::new(),
         growth: None,
         per_call: None,

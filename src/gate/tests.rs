@@ -83,7 +83,7 @@ fn site_packages_hint_names_the_objects_and_the_flag() {
             "Leak_IndirectlyLost",
             "third_party",
             1,
-            &["/usr/lib/python3/dist-packages/numpy/core/_multiarray_umath.so"],
+            &["/usr/lib/python3/dist-packages/ham/core/_hamcore.so"],
         ),
         // not gated kinds, other noise, other third-party places: no hint
         noise(
@@ -109,7 +109,7 @@ fn site_packages_hint_names_the_objects_and_the_flag() {
         "{n}"
     );
     assert!(
-        n.contains("_multiarray_umath.so (1), spam.cpython-311-x86_64-linux-gnu.so (3)"),
+        n.contains("_hamcore.so (1), spam.cpython-311-x86_64-linux-gnu.so (3)"),
         "{n}"
     );
     assert!(
@@ -117,6 +117,39 @@ fn site_packages_hint_names_the_objects_and_the_flag() {
         "{n}"
     );
     assert!(!n.contains("poss.so") && !n.contains("lib.so"), "{n}");
+}
+
+#[test]
+fn site_packages_hint_only_where_its_advice_can_be_right() {
+    let p = Policy::default();
+    let at = |obj: &str, path: Option<&str>| {
+        let mut f = noise("Leak_DefinitelyLost", "third_party", 1, &[obj]);
+        f.location = Some(crate::report::Location {
+            function: Some("f".into()),
+            file: path.map(|p| p.rsplit('/').next().unwrap().into()),
+            path: path.map(Into::into),
+            line: path.map(|_| 567),
+            object: Some(obj.into()),
+        });
+        f
+    };
+    assert!(site_packages_hint(&p, &[at(EXT, None)]).is_some());
+    // pybind11's own block in the user's extension: its header decided.
+    let pybind11 = at(
+        EXT,
+        Some("/w/.venv/lib/python3.11/site-packages/pybind11/include/pybind11/detail/class.h"),
+    );
+    assert_eq!(site_packages_hint(&p, &[pybind11]), None);
+    // The run recognised the object as the user's: a frame of it, in
+    // another finding (an ungated one here), resolved under a root.
+    let mut mine = noise("Leak_PossiblyLost", "user", 1, &[EXT]);
+    mine.stack[1].user = true;
+    assert_eq!(site_packages_hint(&p, &[at(EXT, None), mine]), None);
+    // A well-known package's object (NumPy's import-time blocks).
+    let numpy = "/w/.venv/lib/python3.11/site-packages/numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so";
+    assert_eq!(site_packages_hint(&p, &[at(numpy, None)]), None);
+    let n = site_packages_hint(&p, &[at(numpy, None), at(EXT, None)]).unwrap();
+    assert!(!n.contains("_multiarray_umath"), "{n}");
 }
 
 #[test]

@@ -245,16 +245,36 @@ const OBJECTS_NAMED: usize = 3;
 /// with `pip install .` lands there; it is the user's only when its frames'
 /// sources lie under a source root (docs/attribution.md, "Extensions
 /// installed into site-packages").
+///
+/// Only where the advice can be right: not for an object this run already
+/// recognised as the user's (a frame of it, in any finding, resolved to a
+/// file under a source root), not for records a library's header code in
+/// the object decided (pybind11's own blocks: neither flag makes them the
+/// user's), and not for well-known packages' objects (NumPy's import).
 pub fn site_packages_hint(policy: &Policy, findings: &[Finding]) -> Option<String> {
+    use crate::analyze::attribute::{is_library_header, is_well_known_package};
     if findings.iter().any(Finding::is_gated) {
         return None;
     }
+    let recognised: std::collections::HashSet<&str> = findings
+        .iter()
+        .flat_map(|f| &f.stack)
+        .filter(|fr| fr.user)
+        .filter_map(|fr| fr.object.as_deref())
+        .collect();
     // object file name -> records
     let mut objects: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
     for f in findings {
+        let header_decided = f.location.as_ref().is_some_and(|l| {
+            l.path
+                .as_deref()
+                .or(l.file.as_deref())
+                .is_some_and(is_library_header)
+        });
         if f.is_user()
             || f.source.as_deref() != Some("third_party")
             || !policy.fail_on.matches(&f.kind)
+            || header_decided
         {
             continue;
         }
@@ -263,6 +283,8 @@ pub fn site_packages_hint(policy: &Policy, findings: &[Finding]) -> Option<Strin
                 .any(|c| c == "site-packages" || c == "dist-packages")
                 && crate::analyze::attribute::classify_object(Some(o))
                     == crate::analyze::attribute::ObjClass::ThirdParty
+                && !recognised.contains(o)
+                && !is_well_known_package(o)
         };
         // The deciding frame's object; reports without one: the innermost
         // site-packages object of the stack.

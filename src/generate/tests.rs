@@ -91,6 +91,7 @@ fn narrowed_until_no_user_record_is_hidden() {
         user_frames: vec![],
         local_paths: vec![],
         reason: None,
+        made_by: None,
     };
     let uatt = Attribution {
         source: None,
@@ -98,6 +99,7 @@ fn narrowed_until_no_user_record_is_hidden() {
         user_frames: vec![4],
         local_paths: vec![],
         reason: None,
+        made_by: None,
     };
     let p = ProcessInfo::default();
     // Without the user record: the general rule.

@@ -255,6 +255,10 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         if let Some(a) = &f.advice {
             let _ = writeln!(o, "     fix: {a}");
         }
+        // A block another library made for your call: which one.
+        if let Some(why) = &f.reason {
+            let _ = writeln!(o, "     {}", st.dim(why));
+        }
         if !f.tests.is_empty() {
             if f.is_leak() {
                 let _ = writeln!(o, "     {}", growth_text(f));

@@ -30,6 +30,7 @@ mod gc_leaks;
 mod generate;
 mod hostile;
 mod html;
+mod library_calls;
 mod matcher_reference;
 mod outputs_checked;
 mod per_test;

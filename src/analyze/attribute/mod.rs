@@ -5,7 +5,10 @@
 //! skipped, pass-through frames (the CPython interpreter, and code compiled
 //! into the user's object from headers outside the user's roots) are skipped,
 //! and the first frame left decides: user code makes the record the user's,
-//! anything else makes it noise labelled by that frame's library. The rule is
+//! anything else makes it noise labelled by that frame's library, except
+//! that a lost block a library allocated when the user's code called it
+//! directly (no interpreter frame between, not under module import) is the
+//! user's, as an object CPython's C API made for them is. The rule is
 //! written for users in docs/attribution.md ("How leakgate decides what is
 //! yours").
 
@@ -14,12 +17,16 @@ mod objects;
 #[cfg(test)]
 mod tests;
 
+pub use names::is_module_init;
 pub use names::{ALLOCATORS, CPYTHON_ALLOCATORS};
 use names::{is_allocator_name, is_interpreter_bookkeeping, is_python_allocation_api};
 use objects::{
     LIBRARY_HEADER_DIRS, SYSTEM_PREFIXES, THIRD_PARTY_DIRS, basename, class_source, has_component,
 };
-pub use objects::{ObjClass, Source, classify_object};
+pub use objects::{
+    ObjClass, Source, WELL_KNOWN_PACKAGES, classify_object, is_library_header,
+    is_well_known_package, library_name, site_package,
+};
 
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -77,6 +84,29 @@ pub struct Attribution {
     /// anyway (the interpreter made the uninitialised value, or allocated
     /// for its own bookkeeping); `None` otherwise.
     pub reason: Option<NoiseReason>,
+    /// A user record whose block a library allocated for the user's direct
+    /// call (`PyArray_Ravel`'s array): which library, and the function the
+    /// user called; `None` otherwise.
+    pub made_by: Option<MadeBy>,
+}
+
+/// The library that allocated a lost block for the user's call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MadeBy {
+    /// Its short name: `numpy`, `libstdc++`, `pybind11`.
+    pub library: String,
+    /// The library's function the user's code called.
+    pub function: String,
+}
+
+impl MadeBy {
+    /// One sentence for the report.
+    pub fn describe(&self) -> String {
+        format!(
+            "allocated by {} ({}) for your call: yours to release",
+            self.library, self.function
+        )
+    }
 }
 
 /// Why a record that passes through the user's frames is the interpreter's.
@@ -243,7 +273,9 @@ impl Attributor {
 
     /// Attributes one record.
     pub fn attribute(&mut self, rec: &Record) -> Attribution {
-        let mut att = self.attribute_stack(&rec.stack, crate::kind::is_fd_kind(&rec.kind));
+        let lost = crate::kind::Kind::is_lost_str(&rec.kind)
+            || &*rec.kind == crate::kind::Kind::PossiblyLost.as_str();
+        let mut att = self.attribute_stack(&rec.stack, crate::kind::is_fd_kind(&rec.kind), lost);
         match att.source {
             None => {
                 // An uninitialised value the interpreter made is not the
@@ -294,7 +326,10 @@ impl Attributor {
         None
     }
 
-    fn attribute_stack(&mut self, stack: &[Frame], fd_kind: bool) -> Attribution {
+    /// `lost`: the record is a definitely, indirectly or possibly lost
+    /// block, which a library's frame hands to the user's code that called
+    /// it (see [`called_by_user`]).
+    fn attribute_stack(&mut self, stack: &[Frame], fd_kind: bool, lost: bool) -> Attribution {
         // Pass 1: per-frame facts.
         let mut facts = Vec::with_capacity(stack.len());
         let mut root_hit = false;
@@ -382,15 +417,38 @@ impl Attributor {
                         user_frames,
                         local_paths,
                         reason: None,
+                        made_by: None,
                     };
                 }
                 Role::Decide(s) => {
+                    if lost
+                        && is_library(s)
+                        && let Some((user, callee)) = called_by_user(stack, &roles, i)
+                    {
+                        let f = &stack[callee];
+                        let src = f.path();
+                        return Attribution {
+                            source: None,
+                            owner: Some(user),
+                            user_frames,
+                            local_paths,
+                            reason: None,
+                            made_by: Some(MadeBy {
+                                library: library_name(f.obj.as_deref(), src.as_deref()),
+                                function: f
+                                    .func
+                                    .clone()
+                                    .map_or_else(|| "???".into(), |n| n.to_string()),
+                            }),
+                        };
+                    }
                     return Attribution {
                         source: Some(s),
                         owner: Some(i),
                         user_frames,
                         local_paths,
                         reason: None,
+                        made_by: None,
                     };
                 }
             }
@@ -405,6 +463,7 @@ impl Attributor {
             user_frames,
             local_paths,
             reason: None,
+            made_by: None,
         }
     }
 
@@ -468,6 +527,44 @@ impl Attributor {
             c => Role::Decide(class_source(c)),
         }
     }
+}
+
+/// The noise labels of libraries whose frames hand what they allocate to the
+/// user's code that called them: everything but the interpreter (its frames
+/// pass through already) and unknown code.
+fn is_library(s: Source) -> bool {
+    matches!(
+        s,
+        Source::System | Source::ThirdParty | Source::Torch | Source::Cuda
+    )
+}
+
+/// For a lost block whose deciding frame `decider` is a library's: the
+/// user's frame that called that library directly, and the library's
+/// outermost frame (the function the user called). Outward of the decider
+/// only library frames (and allocators) may stand before the user's frame:
+/// an interpreter frame between them means the interpreter called the
+/// library, not the user. And no frame outward of the user's may be module
+/// import or initialisation (`PyInit_*`, a module exec slot run by
+/// `PyModule_ExecDef`, ...): what a library allocates while a module is
+/// imported lives as long as the process (pybind11's registrations,
+/// NumPy's `import_array`), and stays the library's.
+fn called_by_user(stack: &[Frame], roles: &[Role], decider: usize) -> Option<(usize, usize)> {
+    let mut callee = decider;
+    for (j, r) in roles.iter().enumerate().skip(decider + 1) {
+        match *r {
+            Role::User => {
+                let init = stack[j + 1..]
+                    .iter()
+                    .any(|f| f.func.as_deref().is_some_and(is_module_init));
+                return (!init).then_some((j, callee));
+            }
+            Role::Skip => {}
+            Role::Decide(s) | Role::PassThrough(s) if is_library(s) => callee = j,
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// Whether a frame in an object of this class is the user's when its source

@@ -110,3 +110,16 @@ pub(super) fn is_interpreter_bookkeeping(f: &str) -> bool {
         || f.starts_with("tracemalloc_create")
         || f.starts_with("_tracemalloc_")
 }
+
+/// Functions that import or initialise an extension module: a module's
+/// `PyInit_*`, the interpreter's loader, and the exec slots of multi-phase
+/// initialisation (`PyModule_ExecDef` calls them). What is allocated under
+/// them lives as long as the process.
+pub fn is_module_init(f: &str) -> bool {
+    f.starts_with("PyInit_")
+        || f.starts_with("_imp_create_dynamic")
+        || f.starts_with("_imp_exec_dynamic")
+        || f == "exec_builtin_or_dynamic"
+        || f == "_PyImport_LoadDynamicModuleWithSpec"
+        || f.starts_with("PyModule_ExecDef")
+}

@@ -158,6 +158,106 @@ pub fn classify_object(obj: Option<&str>) -> ObjClass {
     ObjClass::Other
 }
 
+/// A library's short name for the report, from its object's path (the
+/// package under site-packages: `numpy`; else the file name without its
+/// `.so` suffix: `libstdc++`), or for library headers compiled into another
+/// object from their source path (`pybind11`).
+pub fn library_name(obj: Option<&str>, src: Option<&str>) -> String {
+    let package = |path: &str| site_package(path).map(str::to_string);
+    let from_object = obj.filter(|o| {
+        !matches!(
+            classify_object(Some(o)),
+            ObjClass::Other | ObjClass::Unknown | ObjClass::Valgrind
+        )
+    });
+    if let Some(o) = from_object {
+        return package(o).unwrap_or_else(|| stem(basename(o)).to_string());
+    }
+    if let Some(s) = src {
+        if let Some(h) = s.split('/').find(|c| LIBRARY_HEADER_DIRS.contains(c)) {
+            return h.to_string();
+        }
+        if let Some(p) = package(s) {
+            return p;
+        }
+    }
+    obj.map_or_else(
+        || "an unknown library".into(),
+        |o| stem(basename(o)).to_string(),
+    )
+}
+
+/// The package a path under site-packages (dist-packages) belongs to: the
+/// directory after it (`numpy`), or a top-level module's name
+/// (`_cffi_backend` for `_cffi_backend.cpython-311-x86_64-linux-gnu.so`).
+pub fn site_package(path: &str) -> Option<&str> {
+    let comps: Vec<&str> = path.split('/').collect();
+    let i = comps
+        .iter()
+        .position(|c| *c == "site-packages" || *c == "dist-packages")?;
+    let rest = comps.get(i + 1..)?;
+    let first = rest.first()?;
+    Some(if rest.len() > 1 { first } else { stem(first) })
+}
+
+/// Packages whose compiled objects are well known to be nobody's own
+/// extension under test: their import-time and cache blocks are library
+/// noise, and advice to claim them (`--user-object`) would mislead.
+pub const WELL_KNOWN_PACKAGES: &[&str] = &[
+    "numpy",
+    "scipy",
+    "pandas",
+    "matplotlib",
+    "PIL",
+    "pyarrow",
+    "h5py",
+    "sklearn",
+    "tensorflow",
+    "jaxlib",
+    "cv2",
+    "numba",
+    "llvmlite",
+    "grpc",
+    "google",
+    "cryptography",
+    "_cffi_backend",
+    "pydantic_core",
+    "lxml",
+    "yaml",
+    "_yaml",
+    "psutil",
+    "zmq",
+    "greenlet",
+    "triton",
+    "tokenizers",
+    "safetensors",
+    "torchvision",
+    "torchaudio",
+];
+
+/// Whether an object path lies in a [`WELL_KNOWN_PACKAGES`] package under
+/// site-packages (or dist-packages).
+pub fn is_well_known_package(obj: &str) -> bool {
+    site_package(obj).is_some_and(|p| WELL_KNOWN_PACKAGES.contains(&p))
+}
+
+/// Whether a source path lies in a library's header tree (pybind11,
+/// nanobind): code compiled into another object that owns what it
+/// allocates, whoever's object it is in.
+pub fn is_library_header(path: &str) -> bool {
+    has_component(path, LIBRARY_HEADER_DIRS)
+}
+
+/// `libstdc++.so.6` → `libstdc++`; `_foo.cpython-311-x86_64-linux-gnu.so` → `_foo`.
+fn stem(file: &str) -> &str {
+    let end = [".so", ".cpython-", ".abi3", ".py"]
+        .iter()
+        .filter_map(|s| file.find(s))
+        .min()
+        .unwrap_or(file.len());
+    &file[..end]
+}
+
 pub(super) fn is_python_exe(base: &str) -> bool {
     let Some(rest) = base.strip_prefix("python") else {
         return false;

@@ -249,3 +249,139 @@ fn a_descriptor_the_interpreter_opened_is_python_noise() {
 fn normalizes_paths() {
     assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
 }
+
+const NUMPY: &str =
+    "/v/lib/python3.11/site-packages/numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so";
+const LIBSTDCXX: &str = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30";
+
+/// An array `PyArray_Ravel` made for the extension: NumPy's frames, called
+/// directly by the user's.
+fn ravel_stack(between: Option<Frame>, outer: Vec<Frame>) -> Vec<Frame> {
+    let ext = "/home/u/proj/ext.so";
+    let mut v = vec![
+        fr(PRELOAD, "malloc", None),
+        fr(LIBPY, "_PyObject_GC_New", None),
+        fr(LIBPY, "PyType_GenericAlloc", None),
+        fr(NUMPY, "PyArray_NewFromDescr_int", None),
+        fr(NUMPY, "PyArray_Newshape", None),
+        fr(NUMPY, "PyArray_Ravel", None),
+    ];
+    v.extend(between);
+    v.push(fr(ext, "leaky_ravel", Some(("/tmp/b/src", "ext.c", 12))));
+    v.extend(outer);
+    v
+}
+
+#[test]
+fn a_block_a_library_made_for_the_users_direct_call_is_the_users() {
+    let (_dir, mut att) = checkout();
+    let called = vec![fr(LIBPY, "cfunction_call", None)];
+    let a = att.attribute(&leak(ravel_stack(None, called.clone())));
+    assert!(a.is_user(), "{a:?}");
+    assert_eq!(a.owner, Some(6));
+    assert_eq!(
+        a.made_by,
+        Some(MadeBy {
+            library: "numpy".into(),
+            function: "PyArray_Ravel".into()
+        })
+    );
+    assert!(
+        a.made_by
+            .unwrap()
+            .describe()
+            .starts_with("allocated by numpy (PyArray_Ravel) for your call")
+    );
+    // Indirectly and possibly lost blocks too.
+    for kind in ["Leak_IndirectlyLost", "Leak_PossiblyLost"] {
+        let rec = Record {
+            kind: kind.into(),
+            ..leak(ravel_stack(None, called.clone()))
+        };
+        assert!(att.attribute(&rec).is_user(), "{kind}");
+    }
+    // Not a still-reachable block (glibc's caches made for a printf).
+    let rec = Record {
+        kind: "Leak_StillReachable".into(),
+        ..leak(ravel_stack(None, called.clone()))
+    };
+    assert_eq!(att.attribute(&rec).source, Some(Source::ThirdParty));
+    // The interpreter called the library, not the user.
+    let a = att.attribute(&leak(ravel_stack(
+        Some(fr(LIBPY, "PyObject_Call", None)),
+        called,
+    )));
+    assert_eq!(a.source, Some(Source::ThirdParty));
+    assert_eq!(a.made_by, None);
+    // Under module initialisation: the library's, wherever the user's
+    // frame is (the user's PyInit_ or a function it called).
+    for init in ["_imp_create_dynamic", "PyModule_ExecDef"] {
+        let a = att.attribute(&leak(ravel_stack(
+            None,
+            vec![
+                fr("/home/u/proj/ext.so", "PyInit_ext", None),
+                fr(LIBPY, init, None),
+            ],
+        )));
+        assert_eq!(a.source, Some(Source::ThirdParty), "{init}");
+    }
+    // NumPy's own import: no user frame at all.
+    let rec = leak(vec![
+        fr(PRELOAD, "malloc", None),
+        fr(NUMPY, "PyArray_NewFromDescr_int", None),
+        fr(NUMPY, "PyInit__multiarray_umath", None),
+        fr(LIBPY, "_imp_create_dynamic", None),
+    ]);
+    assert_eq!(att.attribute(&rec).source, Some(Source::ThirdParty));
+}
+
+#[test]
+fn the_string_of_a_leaked_runtime_error_is_the_users() {
+    let (_dir, mut att) = checkout();
+    let ext = "/home/u/proj/ext.so";
+    let rec = Record {
+        kind: "Leak_IndirectlyLost".into(),
+        ..leak(vec![
+            fr(PRELOAD, "operator new(unsigned long)", None),
+            fr(
+                LIBSTDCXX,
+                "std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_construct<char const*>(char const*, char const*, std::forward_iterator_tag)",
+                None,
+            ),
+            fr(
+                LIBSTDCXX,
+                "std::runtime_error::runtime_error(char const*)",
+                None,
+            ),
+            fr(ext, "fail", Some(("/tmp/b/src", "ext.c", 20))),
+            fr(LIBPY, "cfunction_call", None),
+        ])
+    };
+    let a = att.attribute(&rec);
+    assert!(a.is_user(), "{a:?}");
+    assert_eq!(a.owner, Some(3));
+    let m = a.made_by.unwrap();
+    assert_eq!(m.library, "libstdc++");
+    assert_eq!(m.function, "std::runtime_error::runtime_error(char const*)");
+}
+
+#[test]
+fn library_names() {
+    assert_eq!(library_name(Some(NUMPY), None), "numpy");
+    assert_eq!(library_name(Some(LIBSTDCXX), None), "libstdc++");
+    assert_eq!(
+        library_name(
+            Some("/v/lib/python3.11/site-packages/_cffi_backend.cpython-311-x86_64-linux-gnu.so"),
+            None
+        ),
+        "_cffi_backend"
+    );
+    // A library's header compiled into the user's object.
+    assert_eq!(
+        library_name(
+            Some("/home/u/proj/ext.so"),
+            Some("/v/lib/python3.11/site-packages/pybind11/include/pybind11/cast.h")
+        ),
+        "pybind11"
+    );
+}

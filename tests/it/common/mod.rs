@@ -168,6 +168,11 @@ pub(crate) fn has_setuptools(py: &Path) -> bool {
     python_can_import(py, "setuptools")
 }
 
+/// Whether `py` can import `numpy` (and `setuptools`).
+pub(crate) fn has_numpy(py: &Path) -> bool {
+    python_can_import(py, "setuptools, numpy")
+}
+
 /// Whether `py` can import `pybind11` and `setuptools`.
 pub(crate) fn has_pybind11(py: &Path) -> bool {
     python_can_import(py, "setuptools, pybind11")
@@ -197,7 +202,10 @@ pub(crate) fn build_python_ext(kind: &str, out_dir: &Path) -> PathBuf {
 /// [`build_python_ext`] with an explicit interpreter.
 pub(crate) fn build_python_ext_with(py: &Path, kind: &str, out_dir: &Path) -> PathBuf {
     assert!(
-        matches!(kind, "cpython" | "pybind11" | "freelists" | "gcleaks"),
+        matches!(
+            kind,
+            "cpython" | "pybind11" | "freelists" | "gcleaks" | "library_calls"
+        ),
         "unknown extension kind {kind:?}"
     );
     let src_dir = programs_dir().join(kind);
