@@ -79,17 +79,15 @@ fn user(r: &Value) -> Vec<(String, u64, u64, Vec<String>)> {
 
 /// The exit hook's `<clientmsg>` of the target's process, as JSON.
 fn gc_message(r: &Value) -> Value {
-    let msgs: Vec<&str> = r["processes"]
+    let msgs: Vec<String> = r["processes"]
         .as_array()
         .unwrap()
         .iter()
         .flat_map(|p| p["client_messages"].as_array().cloned().unwrap_or_default())
-        .filter_map(|m| m.as_str().map(str::to_string))
-        .filter_map(|m| m.trim().strip_prefix("leakgate-gc ").map(str::to_string))
-        .map(|m| Box::leak(m.into_boxed_str()) as &str)
+        .filter_map(|m| Some(m.as_str()?.trim().strip_prefix("leakgate-gc ")?.to_string()))
         .collect();
     assert_eq!(msgs.len(), 1, "one leakgate-gc message: {msgs:?}");
-    serde_json::from_str(msgs[0]).expect("the hook's message is JSON")
+    serde_json::from_str(&msgs[0]).expect("the hook's message is JSON")
 }
 
 fn lines(src: &Path) -> (u64, u64, u64) {
