@@ -225,14 +225,15 @@ fn pybind11_page_has_a_card_per_user_finding_with_its_source() {
         .map(|f| f["fingerprint"].as_str().unwrap())
         .collect();
     assert!(!noise.is_empty(), "the pybind11 run has interpreter noise");
-    // One noise record has the user's PyInit_pbext in its stack (pybind11
-    // registering its types): noise all the same.
+    // Records with the user's PyInit_pbext in their stack (pybind11
+    // registering its types; whether one is possibly lost depends on the
+    // heap's layout) are noise all the same.
     assert!(
-        findings
+        !findings
             .iter()
-            .filter(|f| f["category"] == "noise")
+            .filter(|f| f["category"] == "user")
             .any(|f| f["stack"].to_string().contains("PyInit_pbext")),
-        "the PyInit_pbext noise record"
+        "a PyInit_pbext record is the user's"
     );
     let cards = cards(&html);
     let shown: BTreeSet<&str> = cards.iter().map(|c| attr(c, "data-fingerprint")).collect();

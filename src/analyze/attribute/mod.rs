@@ -119,6 +119,12 @@ pub enum NoiseReason {
     /// An interpreter function allocated for its own bookkeeping under the
     /// user's call (tracemalloc's traces and tracebacks).
     InterpreterBookkeeping(String),
+    /// An indirectly lost block a library made for the user's direct call
+    /// (the `TensorImpl` behind a leaked `new torch::Tensor`, the string of
+    /// a leaked `std::runtime_error`): only a lost block points to it, and
+    /// Valgrind counts its bytes in that block's record, so it is not a
+    /// finding of its own.
+    InsideLostBlock(MadeBy),
 }
 
 impl NoiseReason {
@@ -131,6 +137,10 @@ impl NoiseReason {
             NoiseReason::InterpreterBookkeeping(f) => {
                 format!("allocated by the interpreter's own bookkeeping ({f}) while your code ran")
             }
+            NoiseReason::InsideLostBlock(m) => format!(
+                "allocated by {} ({}) for your call and reachable only from a lost block: Valgrind counts its bytes in that block's record (\"N (direct, indirect)\"), so it is not a finding of its own",
+                m.library, m.function
+            ),
         }
     }
 }
@@ -273,8 +283,16 @@ impl Attributor {
 
     /// Attributes one record.
     pub fn attribute(&mut self, rec: &Record) -> Attribution {
-        let lost = crate::kind::Kind::is_lost_str(&rec.kind)
-            || &*rec.kind == crate::kind::Kind::PossiblyLost.as_str();
+        use crate::kind::Kind;
+        let lost = if &*rec.kind == Kind::IndirectlyLost.as_str() {
+            Lost::Indirectly
+        } else if &*rec.kind == Kind::DefinitelyLost.as_str()
+            || &*rec.kind == Kind::PossiblyLost.as_str()
+        {
+            Lost::Root
+        } else {
+            Lost::No
+        };
         let mut att = self.attribute_stack(&rec.stack, crate::kind::is_fd_kind(&rec.kind), lost);
         match att.source {
             None => {
@@ -326,10 +344,9 @@ impl Attributor {
         None
     }
 
-    /// `lost`: the record is a definitely, indirectly or possibly lost
-    /// block, which a library's frame hands to the user's code that called
-    /// it (see [`called_by_user`]).
-    fn attribute_stack(&mut self, stack: &[Frame], fd_kind: bool, lost: bool) -> Attribution {
+    /// `lost`: whether the record is a lost block, which a library's frame
+    /// hands to the user's code that called it (see [`called_by_user`]).
+    fn attribute_stack(&mut self, stack: &[Frame], fd_kind: bool, lost: Lost) -> Attribution {
         // Pass 1: per-frame facts.
         let mut facts = Vec::with_capacity(stack.len());
         let mut root_hit = false;
@@ -421,25 +438,36 @@ impl Attributor {
                     };
                 }
                 Role::Decide(s) => {
-                    if lost
+                    if lost != Lost::No
                         && is_library(s)
                         && let Some((user, callee)) = called_by_user(stack, &roles, i)
                     {
                         let f = &stack[callee];
                         let src = f.path();
+                        let made_by = MadeBy {
+                            library: library_name(f.obj.as_deref(), src.as_deref()),
+                            function: f
+                                .func
+                                .clone()
+                                .map_or_else(|| "???".into(), |n| n.to_string()),
+                        };
+                        if lost == Lost::Indirectly {
+                            return Attribution {
+                                source: Some(s),
+                                owner: Some(i),
+                                user_frames,
+                                local_paths,
+                                reason: Some(NoiseReason::InsideLostBlock(made_by)),
+                                made_by: None,
+                            };
+                        }
                         return Attribution {
                             source: None,
                             owner: Some(user),
                             user_frames,
                             local_paths,
                             reason: None,
-                            made_by: Some(MadeBy {
-                                library: library_name(f.obj.as_deref(), src.as_deref()),
-                                function: f
-                                    .func
-                                    .clone()
-                                    .map_or_else(|| "???".into(), |n| n.to_string()),
-                            }),
+                            made_by: Some(made_by),
                         };
                     }
                     return Attribution {
@@ -537,6 +565,17 @@ fn is_library(s: Source) -> bool {
         s,
         Source::System | Source::ThirdParty | Source::Torch | Source::Cuda
     )
+}
+
+/// What kind of lost block a record is, for [`called_by_user`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lost {
+    /// Not a lost block (still reachable, an error).
+    No,
+    /// Definitely or possibly lost: a leak of its own.
+    Root,
+    /// Indirectly lost: counted in the record of the block pointing to it.
+    Indirectly,
 }
 
 /// For a lost block whose deciding frame `decider` is a library's: the

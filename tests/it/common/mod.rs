@@ -525,6 +525,29 @@ pub(crate) fn analyze_json(dir: &Path, paths: &[&Path], supp: Option<&Path>) -> 
 /// with the options `leakgate run` uses, in Valgrind's default (not
 /// --show-below-main) mode, and `--suppressions=SUPP` (Valgrind's own
 /// matcher); its XML goes into `out` (created). Panics if Valgrind was killed.
+/// The probe as `leakgate run` writes it (`src/probe.rs`), copied from the
+/// source tree into `dir/.probe`; returns that directory.
+pub(crate) fn probe_copy(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/leakgate_probe");
+    let root = dir.join(".probe");
+    let pkg = root.join("leakgate_probe");
+    fs::create_dir_all(&pkg).unwrap();
+    for e in fs::read_dir(&src).unwrap() {
+        let path = e.unwrap().path();
+        if !path.is_file() {
+            continue;
+        }
+        let name = path.file_name().unwrap();
+        let to = if name == "sitecustomize.py" {
+            root.join(name)
+        } else {
+            pkg.join(name)
+        };
+        fs::copy(&path, to).unwrap();
+    }
+    root
+}
+
 pub(crate) fn valgrind_with_suppressions(
     vg: Option<&Path>,
     dir: &Path,
@@ -534,10 +557,16 @@ pub(crate) fn valgrind_with_suppressions(
     label: &str,
 ) {
     fs::create_dir_all(out).unwrap();
+    let probe = probe_copy(dir);
     let st = valgrind_command(vg)
         .current_dir(dir)
         .env("PYTHONHASHSEED", "0")
         .env("PYTHONMALLOC", "malloc")
+        // What `leakgate run` gives every Python process (the probe's
+        // `sitecustomize` and exit hook), so that both runs are the same
+        // process; a C program ignores it.
+        .env("PYTHONPATH", &probe)
+        .env("LEAKGATE_PROBE", "1")
         .args([
             "--tool=memcheck",
             "--leak-check=full",
