@@ -39,6 +39,7 @@ pub const PROBE_FILES: &[(&str, &str)] = &[
         "gcleaks.c",
         include_str!("../python/leakgate_probe/gcleaks.c"),
     ),
+    ("arena.c", include_str!("../python/leakgate_probe/arena.c")),
 ];
 
 /// The probe's `sitecustomize.py`, written beside the package (the

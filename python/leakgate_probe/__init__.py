@@ -29,6 +29,12 @@ The first checkpoint under Valgrind also turns CPython's free lists off
 leaked tuple, list, dict or float carries the allocation stack of the code
 that made it, not of an earlier owner of its block.
 
+At start-up, ``arena_install()`` (called by leakgate's ``sitecustomize``
+under Valgrind) compiles ``arena.c`` and wraps CPython's arena allocator, so
+that the interpreter's frame-stack chunks (mmap'd by CPython 3.11 and later,
+also under ``PYTHONMALLOC=malloc``) are heap blocks Memcheck tracks: a chunk
+an extension leaks is lost at the extension's line.
+
 At exit, ``gc_exit_arm()`` (registered by leakgate's ``sitecustomize``)
 compiles ``gcleaks.c`` and arms its hook: at the end of the interpreter's
 finalization it takes the objects that only a leaked reference keeps alive
@@ -66,6 +72,7 @@ __all__ = [
     "marker_text",
     "free_lists_off",
     "gc_exit_arm",
+    "arena_install",
     "MARKER_PREFIX",
 ]
 
@@ -477,3 +484,65 @@ def gc_exit_arm():
             % _gc_exit
         )
     return _gc_exit
+
+
+_arena = None  # "installed", or why not; None: not tried yet
+
+
+def _load_extension(name, module):
+    """Compiles ``name``.c (``_compile_shim``) and loads it as the extension
+    module ``module`` (its ``PyInit`` names it; no ctypes needed)."""
+    import importlib.machinery
+    import importlib.util
+
+    path = _compile_shim(name)
+    loader = importlib.machinery.ExtensionFileLoader(module, path)
+    spec = importlib.util.spec_from_file_location(module, path, loader=loader)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        loader.exec_module(mod)
+    finally:
+        _drop_temp(path)
+    _keep.append(mod)
+    return mod
+
+
+def arena_install():
+    """Wraps CPython's arena allocator (``arena.c``): from then on the
+    chunks of the interpreter's frame stacks (and pymalloc's arenas) are
+    heap blocks, so that Memcheck reports a chunk an extension leaks at the
+    extension's line; without it CPython 3.11+ mmaps them and a leaked one
+    has no loss record at all. Chunks made before are left as they are.
+    Runs once; returns "installed" or the reason it is not.
+    ``LEAKGATE_ARENA=keep`` leaves the allocator alone."""
+    global _arena
+    if _arena is not None:
+        return _arena
+    if os.environ.get("LEAKGATE_ARENA", "heap") == "keep":
+        _arena = "kept (LEAKGATE_ARENA=keep)"
+        return _arena
+    if sys.implementation.name != "cpython" or sys.version_info < (3, 11):
+        _arena = "kept (not CPython 3.11 or later)"
+        return _arena
+    import sysconfig
+
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        _arena = "kept (free-threaded build)"
+        return _arena
+    try:
+        _arena = _load_extension("arena", "_leakgate_arena").install()
+    except Exception as e:  # no compiler, no headers: the allocator stays
+        _arena = "kept (%s)" % (str(e).splitlines() or [type(e).__name__])[0][:200]
+    if _arena != "installed" and not _arena.startswith("kept (not under"):
+        sys.stderr.write(
+            "leakgate_probe: leaks of the interpreter's frame-stack chunks stay hidden: %s\n"
+            % _arena
+        )
+    return _arena
+
+
+def arena_stats():
+    """What the arena wrapper did: (blocks made, freed, frees passed to the
+    original allocator, blocks live); None when it is not installed."""
+    mod = sys.modules.get("_leakgate_arena")
+    return mod.stats() if mod is not None and _arena == "installed" else None

@@ -2,7 +2,10 @@
 process it runs (the directory holding this file and ``leakgate_probe`` is
 first on ``PYTHONPATH``).
 
-It registers one ``atexit`` function, which runs after every other one and
+Under Valgrind it first wraps CPython's arena allocator
+(``leakgate_probe.arena_install()``: the interpreter's frame-stack chunks
+become heap blocks Memcheck tracks; ``LEAKGATE_ARENA=keep`` leaves it).
+Then it registers one ``atexit`` function, which runs after every other one and
 arms ``leakgate_probe.gc_exit_arm()`` (leaks of objects the garbage
 collector still lists; nothing happens without Valgrind), then runs the
 ``sitecustomize`` that this file shadows (a venv's or the system's), so
@@ -19,6 +22,22 @@ def _leakgate_at_exit():
 
         leakgate_probe.gc_exit_arm()
     except Exception as e:  # never let the probe break the target's exit
+        sys.stderr.write("leakgate_probe: %s: %s\n" % (type(e).__name__, e))
+
+
+def _leakgate_arena():
+    # Valgrind puts its preload objects into a traced process's LD_PRELOAD
+    # (and takes them out for the children it does not trace): a cheap test
+    # that keeps the probe out of processes that run natively.
+    if "vgpreload" not in os.environ.get("LD_PRELOAD", ""):
+        return
+    if os.environ.get("LEAKGATE_ARENA") == "keep" or sys.version_info < (3, 11):
+        return
+    try:
+        import leakgate_probe
+
+        leakgate_probe.arena_install()
+    except Exception as e:  # never let the probe break the target's start
         sys.stderr.write("leakgate_probe: %s: %s\n" % (type(e).__name__, e))
 
 
@@ -39,5 +58,6 @@ def _leakgate_chain():
 if os.environ.get("LEAKGATE_PROBE") == "1":
     import atexit
 
+    _leakgate_arena()
     atexit.register(_leakgate_at_exit)
 _leakgate_chain()

@@ -19,6 +19,7 @@ mod reference;
 
 mod action;
 mod agreement;
+mod arena;
 mod bad_input;
 mod c_programs;
 mod ci_gate;
