@@ -533,6 +533,11 @@ def arena_install():
         _arena = _load_extension("arena", "_leakgate_arena").install()
     except Exception as e:  # no compiler, no headers: the allocator stays
         _arena = "kept (%s)" % (str(e).splitlines() or [type(e).__name__])[0][:200]
+    # Loading the shim ran Python code (imports, a compile) that left
+    # blocks on CPython's free lists; the user's first tuples, lists and
+    # dicts would reuse them and carry their stacks. A full collection
+    # empties the free lists, as they would be without the probe.
+    gc.collect()
     if _arena != "installed" and not _arena.startswith("kept (not under"):
         sys.stderr.write(
             "leakgate_probe: leaks of the interpreter's frame-stack chunks stay hidden: %s\n"
