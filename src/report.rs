@@ -277,6 +277,13 @@ pub struct Finding {
     /// With `growth` `per_call`: what one call adds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_call: Option<BytesBlocks>,
+    /// A user leak made once at import (under `PyInit_*` or a module exec
+    /// slot, or before the first test with checkpoints): it leaks once per
+    /// interpreter that imports the module, and is gated only when
+    /// `--fail-on` names `import` (`analyze/import_time.rs`). Absent when
+    /// false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_import: bool,
 }
 
 /// An auxiliary description with its stack (`<auxwhat>` or `<xauxwhat>`
@@ -408,6 +415,10 @@ pub struct UserSummary {
     pub still_reachable: BytesBlocks,
     /// User findings that are not leaks (memory errors, fatal signals).
     pub errors: u64,
+    /// User leaks made once at import (`findings[].at_import`), counted in
+    /// the leak kinds above too. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub at_import: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

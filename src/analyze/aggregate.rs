@@ -302,6 +302,7 @@ impl Aggregator {
                 let acc = &mut self.accs[i];
                 acc.finding.records += 1;
                 acc.finding.count = acc.finding.count.saturating_add(1);
+                acc.finding.at_import &= super::import_time::made_at_import(&rec);
                 if rec.is_leak() {
                     add_to(&mut acc.finding.bytes, rec.leaked_bytes.unwrap_or(0));
                     add_to(&mut acc.finding.blocks, rec.leaked_blocks.unwrap_or(0));
@@ -360,6 +361,7 @@ impl Aggregator {
                     let mine = &mut self.accs[i];
                     let (a, b) = (&mut mine.finding, &acc.finding);
                     a.records += b.records;
+                    a.at_import &= b.at_import;
                     a.count = a.count.saturating_add(b.count);
                     for (x, y) in [
                         (&mut a.bytes, b.bytes),
@@ -515,6 +517,8 @@ impl Aggregator {
                 },
             )
         };
+        let pytest = per_test.as_ref().is_some_and(|p| !p.tests.is_empty());
+        super::import_time::mark_from_checkpoints(&mut findings, pytest);
         let mut lines = SourceLines::default();
         for f in findings.iter_mut().filter(|f| f.is_user()) {
             if let Some(loc) = &f.location
@@ -654,6 +658,7 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
         growth: None,
         per_call: None,
         fails: false,
+        at_import: user && super::import_time::made_at_import(rec),
     }
 }
 
@@ -677,12 +682,14 @@ pub fn sort_findings(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
         (
             !a.is_user(),
+            a.at_import,
             a.kind.severity(),
             std::cmp::Reverse(a.bytes.unwrap_or(0)),
             &a.fingerprint,
         )
             .cmp(&(
                 !b.is_user(),
+                b.at_import,
                 b.kind.severity(),
                 std::cmp::Reverse(b.bytes.unwrap_or(0)),
                 &b.fingerprint,

@@ -9,7 +9,8 @@
 //! and [`sources`], with `auxiliary` marking the user's frames of the
 //! auxiliary stacks (where a block was freed or allocated);
 //! [`checkpoints`] ties mid-run leak snapshots to tests, [`processes`]
-//! relates the processes of a run, [`unhandled`] what an instruction
+//! relates the processes of a run, [`import_time`] marks the user's leaks
+//! made once at import, [`unhandled`] what an instruction
 //! Valgrind cannot run leaves behind, [`summary`] counts the findings and
 //! [`accounting`] checks that every record is accounted for; [`origins`]
 //! carries the origins of a `--origins auto` re-run over; [`merge`] folds
@@ -21,6 +22,7 @@ pub mod attribute;
 mod auxiliary;
 pub mod checkpoints;
 pub mod fingerprint;
+pub mod import_time;
 pub mod inputs;
 pub mod merge;
 pub mod origins;

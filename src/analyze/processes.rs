@@ -255,6 +255,7 @@ pub fn cuda_ipc_findings(hits: &[(u64, String, u64)]) -> Vec<Finding> {
             growth: None,
             per_call: None,
             fails: false,
+            at_import: false,
         })
         .collect()
 }

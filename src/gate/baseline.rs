@@ -212,6 +212,9 @@ pub fn entry(f: &Finding, repo_root: Option<&Path>) -> BaselineEntry {
     if let Some(callee) = callee(f) {
         description.push_str(&format!(", via {callee}"));
     }
+    if f.at_import {
+        description.push_str(", made once at import");
+    }
     if let Some(src) = &source {
         description.push_str(&format!(": {src}"));
     }

@@ -63,6 +63,12 @@ pub fn why_not_failing(r: &Report, f: &Finding) -> Option<String> {
     if f.is_gated() {
         return Some("within --max-leaked-bytes: reported, not gated".into());
     }
+    if f.at_import {
+        return Some(format!(
+            "{}: reported, not gated (add `import` to --fail-on to gate it)",
+            crate::analyze::import_time::GROUP
+        ));
+    }
     let list = r
         .policy
         .as_ref()

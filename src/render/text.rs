@@ -194,6 +194,14 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
     by_test(&mut o, r, &user, &st);
     for (i, f) in user.iter().enumerate() {
         let _ = writeln!(o);
+        // Leaks made once at import come last, under their own heading.
+        if f.at_import && (i == 0 || !user[i - 1].at_import) {
+            let _ = writeln!(
+                o,
+                "{}",
+                st.bold(&format!("{}:", crate::analyze::import_time::GROUP))
+            );
+        }
         let amount = if f.is_leak() {
             let bytes = f.bytes.unwrap_or(0);
             // The summary counts direct bytes (as Valgrind's leak summary
@@ -218,6 +226,8 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
             " (known from the baseline, not gated)"
         } else if f.is_gated() {
             if f.baseline.is_some() { " (new)" } else { "" }
+        } else if f.at_import {
+            " (made once at import, not gated)"
         } else {
             " (reported, not gated)"
         };

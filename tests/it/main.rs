@@ -30,6 +30,7 @@ mod gc_leaks;
 mod generate;
 mod hostile;
 mod html;
+mod import_time;
 mod library_calls;
 mod matcher_reference;
 mod outputs_checked;

@@ -53,6 +53,13 @@ pub(super) fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, con
         esc(f.kind.as_str()),
         esc(&amount(f))
     );
+    if f.at_import {
+        let _ = write!(
+            o,
+            "<span class=\"tag\" title=\"{}\">made once at import</span>",
+            esc(crate::analyze::import_time::GROUP)
+        );
+    }
     if !gated {
         o.push_str("<span class=\"tag\">reported, not gated</span>");
     }

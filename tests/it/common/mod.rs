@@ -204,7 +204,7 @@ pub(crate) fn build_python_ext_with(py: &Path, kind: &str, out_dir: &Path) -> Pa
     assert!(
         matches!(
             kind,
-            "cpython" | "pybind11" | "freelists" | "gcleaks" | "library_calls"
+            "cpython" | "pybind11" | "freelists" | "gcleaks" | "library_calls" | "import_time"
         ),
         "unknown extension kind {kind:?}"
     );
