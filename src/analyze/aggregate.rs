@@ -147,6 +147,7 @@ pub(super) fn frame_out(f: &Frame, user: bool, local: Option<&PathBuf>) -> Frame
         line: f.line,
         ip: f.ip.as_deref().map(str::to_string),
         user,
+        generated: None,
     }
 }
 
@@ -516,11 +517,14 @@ impl Aggregator {
             )
         };
         let mut lines = SourceLines::default();
+        let mut cython = super::cython::CythonMapper::default();
         for f in findings.iter_mut().filter(|f| f.is_user()) {
+            // Cython's copy of the line, when its .pyx is not here.
+            let copy = cython.map_finding(f);
             if let Some(loc) = &f.location
                 && let (Some(p), Some(l)) = (&loc.path, loc.line)
             {
-                f.source_line = lines.get(Path::new(p), l);
+                f.source_line = lines.get(Path::new(p), l).or(copy);
             }
         }
         summary::summarize(&mut summary, &findings);
@@ -608,6 +612,7 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
                 .or_else(|| f.path()),
             line: f.line,
             object: f.obj.as_deref().map(str::to_string),
+            generated: None,
         }
     });
     let origin = rec

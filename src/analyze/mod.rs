@@ -20,6 +20,7 @@ pub mod aggregate;
 pub mod attribute;
 mod auxiliary;
 pub mod checkpoints;
+pub mod cython;
 pub mod fingerprint;
 pub mod inputs;
 pub mod merge;

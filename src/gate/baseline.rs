@@ -257,6 +257,7 @@ mod tests {
                 path: Some("/repo/src/a.c".into()),
                 line: Some(line),
                 object: None,
+                generated: None,
             }),
             source_line: Some(format!("    {src}")),
             stack: vec![
@@ -268,6 +269,7 @@ mod tests {
                     line: None,
                     ip: None,
                     user: false,
+                    generated: None,
                 },
                 FrameOut {
                     function: Some(func.into()),
@@ -277,6 +279,7 @@ mod tests {
                     line: Some(line),
                     ip: None,
                     user: true,
+                    generated: None,
                 },
             ],
             pids: vec![1],

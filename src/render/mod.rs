@@ -79,6 +79,7 @@ mod tests {
                 line: None,
                 ip: None,
                 user: *u,
+                generated: None,
             })
             .collect()
     }
