@@ -15,9 +15,11 @@
 //! A generated line belongs to the nearest marker above it in the same C
 //! function: a statement's marker (indented) holds up to the end of its
 //! function (a `}` in column 0); a function's marker (column 0, above the
-//! argument-parsing wrapper and the implementation) holds across the
-//! functions that follow it, up to the next marker; a `Code section`
-//! comment ends any. The Python-level name is the one Cython gives the
+//! argument-parsing wrapper and the implementation) holds for the code
+//! outside statements up to the next marker, across the functions Cython
+//! writes for one Python function (a `cpdef`'s C implementation is followed
+//! by its wrapper without a marker of its own); a `Code section` comment
+//! ends any. The Python-level name is the one Cython gives the
 //! function's traceback (`__Pyx_AddTraceback("leaky.Holder.leak_cpdef"`),
 //! else its RefNanny context, else the `def`/`cdef`/`cpdef` line of the
 //! last marker. The `.pyx` is looked for next to the generated file and
@@ -111,7 +113,9 @@ fn def_line_name(src: &str) -> Option<String> {
         return None;
     }
     let head = &t[..t.find('(')?];
-    let name = head.rsplit(|c: char| !(c.is_alphanumeric() || c == '_')).next()?;
+    let name = head
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .next()?;
     (!name.is_empty()).then(|| name.to_string())
 }
 
@@ -171,8 +175,10 @@ impl CythonFile {
 #[derive(Default)]
 struct Parser {
     out: CythonFile,
-    /// The marker in force: (marker, first line, written in column 0).
-    cur: Option<(usize, u32, bool)>,
+    /// The marker in force: (marker, first line).
+    cur: Option<(usize, u32)>,
+    /// The last function marker (written in column 0) of this code section.
+    top: Option<usize>,
     /// Inside a marker's comment.
     in_comment: bool,
     def_name: Option<String>,
@@ -182,7 +188,7 @@ struct Parser {
 impl Parser {
     /// Ends the region of the marker in force at line `to`.
     fn close(&mut self, to: u32) {
-        if let Some((marker, from, _)) = self.cur
+        if let Some((marker, from)) = self.cur
             && from <= to
         {
             self.out.regions.push(Region {
@@ -211,7 +217,7 @@ impl Parser {
                 if let Some(d) = def_line_name(&src) {
                     self.def_name = Some(d);
                 }
-                if let Some((m, _, _)) = self.cur {
+                if let Some((m, _)) = self.cur {
                     self.out.markers[m].text = Some(src);
                 }
             }
@@ -224,14 +230,18 @@ impl Parser {
                 line: pyx_line,
                 text: None,
             });
-            let top = !line.starts_with(char::is_whitespace);
-            self.cur = Some((self.out.markers.len() - 1, n, top));
+            let m = self.out.markers.len() - 1;
+            if !line.starts_with(char::is_whitespace) {
+                self.top = Some(m);
+            }
+            self.cur = Some((m, n));
             self.in_comment = true;
             return;
         }
         if line.starts_with("/* #### Code section:") {
             self.close(n.saturating_sub(1));
             self.cur = None;
+            self.top = None;
             self.def_name = None;
             return;
         }
@@ -250,10 +260,7 @@ impl Parser {
         }
         if line.starts_with('}') {
             self.close(n);
-            self.cur = match self.cur {
-                Some((m, _, true)) => Some((m, n + 1, true)),
-                _ => None,
-            };
+            self.cur = self.top.map(|m| (m, n + 1));
             self.span += 1;
             self.out.traceback.push(None);
             self.out.nanny.push(None);

@@ -60,7 +60,10 @@ fn only_cython_output_is_parsed() {
 fn statements_map_to_their_pyx_lines() {
     let c = parsed();
     let def = c
-        .map(line_of("__pyx_t_1 = PyBytes_FromStringAndSize(NULL, __pyx_v_n)", 0))
+        .map(line_of(
+            "__pyx_t_1 = PyBytes_FromStringAndSize(NULL, __pyx_v_n)",
+            0,
+        ))
         .unwrap();
     assert_eq!(
         def,
@@ -79,7 +82,10 @@ fn statements_map_to_their_pyx_lines() {
         Some("    cdef void *p = malloc(n)  # @cdef_leak")
     );
     let cpdef = c
-        .map(line_of("__pyx_t_1 = PyBytes_FromStringAndSize(NULL, __pyx_v_n)", 1))
+        .map(line_of(
+            "__pyx_t_1 = PyBytes_FromStringAndSize(NULL, __pyx_v_n)",
+            1,
+        ))
         .unwrap();
     assert_eq!(cpdef.line, 32);
     assert_eq!(cpdef.function.as_deref(), Some("leaky.Holder.leak_cpdef"));
@@ -96,16 +102,24 @@ fn preamble_wrapper_and_cleanup_map_to_the_def_line() {
         line_of("__pyx_L0:;", 0),
     ] {
         let m = c.map(line).unwrap();
-        assert_eq!((m.line, m.function.as_deref()), (10, Some("leaky.leak_def")));
+        assert_eq!(
+            (m.line, m.function.as_deref()),
+            (10, Some("leaky.leak_def"))
+        );
     }
-    // The cpdef's C implementation, before its first statement.
-    let m = c
-        .map(line_of("__Pyx_RefNannySetupContext(\"leak_cpdef\", 0)", 0))
-        .unwrap();
-    assert_eq!(
-        (m.line, m.function.as_deref()),
-        (30, Some("leaky.Holder.leak_cpdef"))
-    );
+    // The cpdef's C implementation before its first statement, and the
+    // Python wrapper and its implementation that follow it (no markers).
+    for line in [
+        line_of("__Pyx_RefNannySetupContext(\"leak_cpdef\", 0)", 0),
+        line_of("__Pyx_RefNannySetupContext(\"leak_cpdef (wrapper)\"", 0),
+        line_of("__Pyx_RefNannySetupContext(\"leak_cpdef\", 0)", 1),
+    ] {
+        let m = c.map(line).unwrap();
+        assert_eq!(
+            (m.line, m.function.as_deref()),
+            (30, Some("leaky.Holder.leak_cpdef"))
+        );
+    }
 }
 
 /// Lines before the first marker, the pickling code Cython writes from its
@@ -136,6 +150,8 @@ fn comment_escapes_are_undone_and_names_fall_back() {
                 */\n  \
                 __pyx_v_s = 1;\n\
                 }\n\
+                static int wrapper(void) { return 0; }\n\
+                /* #### Code section: utility_code_def ### */\n\
                 int other(void) { return 0; }\n";
     let c = CythonFile::parse(text).unwrap();
     let m = c.map(12).unwrap();
@@ -144,7 +160,12 @@ fn comment_escapes_are_undone_and_names_fall_back() {
     assert_eq!(m.function.as_deref(), Some("f"), "from the def line");
     assert_eq!(c.map(7).map(|m| m.line), Some(3));
     assert_eq!(c.map(6).map(|m| m.line), Some(3));
-    assert_eq!(c.map(14), None, "after the function's end");
+    assert_eq!(
+        c.map(14).map(|m| m.line),
+        Some(3),
+        "after the function, its own marker holds again"
+    );
+    assert_eq!(c.map(16), None, "another code section");
 }
 
 #[test]
