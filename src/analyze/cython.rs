@@ -276,6 +276,18 @@ fn may_be_generated(path: &Path) -> bool {
     )
 }
 
+/// The first bytes of a file (where Cython says it wrote it).
+fn head(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut buf = Vec::new();
+    f.take(512).read_to_end(&mut buf).ok()?;
+    Some(buf)
+}
+
 /// The `.pyx` a marker names, for a generated file at `generated`: the
 /// marker's path under the generated file's directory or one of its
 /// parents (Cython writes it relative to where it ran), else next to the
@@ -323,6 +335,11 @@ impl CythonMapper {
         self.files
             .entry(path.to_path_buf())
             .or_insert_with(|| {
+                // Most C files are not Cython's: their first lines say so
+                // before the whole file is read.
+                if !is_cython(&String::from_utf8_lossy(&head(path)?)) {
+                    return None;
+                }
                 let bytes = super::sources::read_source(path)?;
                 CythonFile::parse(&String::from_utf8_lossy(&bytes))
             })
