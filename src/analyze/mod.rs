@@ -7,7 +7,9 @@
 //! [`schedule`] reads the files in parallel, [`aggregate`] folds records
 //! into findings using [`attribute`] (whose code is it), [`fingerprint`]
 //! and [`sources`], with `auxiliary` marking the user's frames of the
-//! auxiliary stacks (where a block was freed or allocated);
+//! auxiliary stacks (where a block was freed or allocated), and [`cython`]
+//! naming the user's findings in Cython's generated code at their `.pyx`
+//! lines;
 //! [`checkpoints`] ties mid-run leak snapshots to tests, [`processes`]
 //! relates the processes of a run, [`unhandled`] what an instruction
 //! Valgrind cannot run leaves behind, [`summary`] counts the findings and

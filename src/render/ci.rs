@@ -218,12 +218,16 @@ pub fn site_key(r: &Report, f: &Finding) -> String {
     if unique_source {
         return format!("{}-{:08x}", f.fingerprint, by_source.unwrap_or(0) as u32);
     }
-    let mut lines: Vec<u32> = same
-        .iter()
-        .map(|g| g.location.as_ref().and_then(|l| l.line).unwrap_or(0))
-        .collect();
+    // Lines, then (Cython: sites of one .pyx line) their generated lines.
+    let line = |g: &Finding| {
+        g.location.as_ref().map_or((0, 0), |l| {
+            let generated = l.generated.as_ref().and_then(|c| c.line);
+            (l.line.unwrap_or(0), generated.unwrap_or(0))
+        })
+    };
+    let mut lines: Vec<(u32, u32)> = same.iter().map(|g| line(g)).collect();
     lines.sort_unstable();
-    let mine = f.location.as_ref().and_then(|l| l.line).unwrap_or(0);
+    let mine = line(f);
     let rank = lines.iter().position(|l| *l == mine).unwrap_or(0);
     format!("{}-{}", f.fingerprint, rank + 1)
 }
