@@ -21,7 +21,8 @@
 //! by its wrapper without a marker of its own); a `Code section` comment
 //! ends any. The Python-level name is the one Cython gives the
 //! function's traceback (`__Pyx_AddTraceback("leaky.Holder.leak_cpdef"`),
-//! else its RefNanny context, else the `def`/`cdef`/`cpdef` line of the
+//! or another C function's under the same function marker (a special
+//! method's slot wrapper has none), else its RefNanny context, else the `def`/`cdef`/`cpdef` line of the
 //! last marker. The `.pyx` is looked for next to the generated file and
 //! under its parent directories; when it is absent the finding still names
 //! it, and its source line is the copy Cython wrote into the marker.
@@ -61,6 +62,8 @@ struct Region {
     span: usize,
     /// The last `def`/`cdef`/`cpdef` line a marker showed, up to here.
     def_name: Option<String>,
+    /// The function marker (column 0) in force, if any.
+    top: Option<usize>,
 }
 
 /// A parsed Cython-generated file.
@@ -158,8 +161,18 @@ impl CythonFile {
         if m.file.starts_with('(') {
             return None;
         }
+        // A C function without a traceback of its own (a special method's
+        // slot wrapper) takes the one of a function under the same marker.
+        let of_top = || {
+            let top = r.top?;
+            self.regions
+                .iter()
+                .filter(|o| o.top == Some(top))
+                .find_map(|o| self.traceback[o.span].clone())
+        };
         let function = self.traceback[r.span]
             .clone()
+            .or_else(of_top)
             .or_else(|| self.nanny[r.span].clone())
             .or_else(|| r.def_name.clone());
         Some(Mapped {
@@ -197,6 +210,7 @@ impl Parser {
                 marker,
                 span: self.span,
                 def_name: self.def_name.clone(),
+                top: self.top,
             });
         }
     }
