@@ -274,7 +274,7 @@ impl Parser {
         }
         if line.starts_with('}') {
             self.close(n);
-            self.cur = self.top.map(|m| (m, n + 1));
+            self.cur = self.top.map(|m| (m, n.saturating_add(1)));
             self.span += 1;
             self.out.traceback.push(None);
             self.out.nanny.push(None);
