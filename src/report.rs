@@ -192,6 +192,31 @@ pub struct FrameOut {
     pub ip: Option<String>,
     /// Whether leakgate judged this frame to be user code.
     pub user: bool,
+    /// A user frame in code a generator wrote (Cython): `function`, `file`,
+    /// `path` and `line` name the source the user edits (the `.pyx`), and
+    /// this the generated code Valgrind named. See docs/cython.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<GeneratedCode>,
+}
+
+/// Where in generated code (Cython's C or C++) a location or frame lies,
+/// when leakgate mapped it back to the source the code was generated from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GeneratedCode {
+    /// What generated it: `cython`.
+    pub generator: String,
+    /// The generated file as the debug info names it (`leaky.c`).
+    pub file: Option<String>,
+    /// Its local path, when found.
+    pub path: Option<String>,
+    /// The line in the generated file.
+    pub line: Option<u32>,
+    /// The C function Valgrind named (`__pyx_pf_5leaky_leak_def`).
+    pub function: Option<String>,
+    /// Whether the source file (`path` of the location or frame) was
+    /// found; when not, the source line shown is the copy Cython wrote
+    /// into its comment in the generated file.
+    pub source_found: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -479,6 +504,11 @@ pub struct Location {
     pub path: Option<String>,
     pub line: Option<u32>,
     pub object: Option<String>,
+    /// Code a generator wrote (Cython): the fields above name the source
+    /// (`.pyx` file, line, Python-level function) and this the generated
+    /// C/C++ code Valgrind named. Absent for other code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<GeneratedCode>,
 }
 
 /// Whose a finding is.

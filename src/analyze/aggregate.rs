@@ -147,6 +147,7 @@ pub(super) fn frame_out(f: &Frame, user: bool, local: Option<&PathBuf>) -> Frame
         line: f.line,
         ip: f.ip.as_deref().map(str::to_string),
         user,
+        generated: None,
     }
 }
 
@@ -520,11 +521,14 @@ impl Aggregator {
         let pytest = per_test.as_ref().is_some_and(|p| !p.tests.is_empty());
         super::import_time::mark_from_checkpoints(&mut findings, pytest);
         let mut lines = SourceLines::default();
+        let mut cython = super::cython::CythonMapper::default();
         for f in findings.iter_mut().filter(|f| f.is_user()) {
+            // Cython's copy of the line, when its .pyx is not here.
+            let copy = cython.map_finding(f);
             if let Some(loc) = &f.location
                 && let (Some(p), Some(l)) = (&loc.path, loc.line)
             {
-                f.source_line = lines.get(Path::new(p), l);
+                f.source_line = lines.get(Path::new(p), l).or(copy);
             }
         }
         summary::summarize(&mut summary, &findings);
@@ -612,6 +616,7 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
                 .or_else(|| f.path()),
             line: f.line,
             object: f.obj.as_deref().map(str::to_string),
+            generated: None,
         }
     });
     let origin = rec

@@ -260,6 +260,7 @@ mod tests {
                 path: Some("/repo/src/a.c".into()),
                 line: Some(line),
                 object: None,
+                generated: None,
             }),
             source_line: Some(format!("    {src}")),
             stack: vec![
@@ -271,6 +272,7 @@ mod tests {
                     line: None,
                     ip: None,
                     user: false,
+                    generated: None,
                 },
                 FrameOut {
                     function: Some(func.into()),
@@ -280,6 +282,7 @@ mod tests {
                     line: Some(line),
                     ip: None,
                     user: true,
+                    generated: None,
                 },
             ],
             pids: vec![1],

@@ -43,6 +43,7 @@ fn noise(kind: &str, source: &str, records: u64, objects: &[&str]) -> Finding {
         line: None,
         ip: None,
         user: false,
+        generated: None,
     };
     let mut stack = vec![frame(
         "malloc",
@@ -130,6 +131,7 @@ fn site_packages_hint_only_where_its_advice_can_be_right() {
             path: path.map(Into::into),
             line: path.map(|_| 567),
             object: Some(obj.into()),
+            generated: None,
         });
         f
     };
@@ -177,6 +179,7 @@ fn site_packages_hint_only_when_nothing_is_gated() {
             path: None,
             line: None,
             object: Some(obj.into()),
+            generated: None,
         });
         f
     };

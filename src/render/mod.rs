@@ -110,6 +110,7 @@ mod tests {
                 line: None,
                 ip: None,
                 user: *u,
+                generated: None,
             })
             .collect()
     }

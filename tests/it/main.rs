@@ -23,6 +23,7 @@ mod bad_input;
 mod c_programs;
 mod ci_gate;
 mod corpus;
+mod cython;
 mod distribution;
 mod docs;
 mod free_lists;

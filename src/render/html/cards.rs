@@ -85,6 +85,10 @@ pub(super) fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, con
                 .unwrap_or("???")
                 .to_string(),
         };
+        let place = match crate::render::ci::generated_text(loc.generated.as_ref()) {
+            Some(g) => format!("{place} ({g})"),
+            None => place,
+        };
         let _ = writeln!(
             o,
             "<p class=\"where\">at <code class=\"loc\">{}</code> in <code>{}</code></p>",
@@ -241,10 +245,14 @@ pub(super) fn frame_html(i: usize, fr: &FrameOut) -> String {
     match (&fr.file, fr.line) {
         (Some(file), Some(l)) => {
             let full = fr.path.as_deref().unwrap_or(file);
+            let full = match crate::render::ci::generated_text(fr.generated.as_ref()) {
+                Some(g) => format!("{full} ({g})"),
+                None => full.to_string(),
+            };
             let _ = write!(
                 s,
                 " <span class=\"at\" title=\"{}\">{}:{l}</span>",
-                esc(full),
+                esc(&full),
                 esc(basename(file))
             );
         }
