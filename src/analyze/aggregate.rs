@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::attribute::{Attribution, Attributor};
 use super::checkpoints::{ErrMark, SnapRec};
 use super::fingerprint::fingerprint;
+use super::macros::MacroBodies;
 use super::sources::SourceLines;
 use super::summary;
 use crate::kind::Kind;
@@ -516,11 +517,16 @@ impl Aggregator {
             )
         };
         let mut lines = SourceLines::default();
+        let mut macros = MacroBodies::default();
         for f in findings.iter_mut().filter(|f| f.is_user()) {
             if let Some(loc) = &f.location
                 && let (Some(p), Some(l)) = (&loc.path, loc.line)
             {
                 f.source_line = lines.get(Path::new(p), l);
+                f.location_note = macros.at(Path::new(p), l).map(|m| {
+                    let file = loc.file.as_deref().unwrap_or(p);
+                    super::macros::note(m, file.rsplit('/').next().unwrap_or(file))
+                });
             }
         }
         summary::summarize(&mut summary, &findings);
@@ -650,6 +656,7 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
             .as_ref()
             .map(|r| r.describe())
             .or_else(|| att.made_by.as_ref().map(|m| m.describe())),
+        location_note: None,
         tests: Vec::new(),
         growth: None,
         per_call: None,

@@ -22,6 +22,7 @@ mod auxiliary;
 pub mod checkpoints;
 pub mod fingerprint;
 pub mod inputs;
+mod macros;
 pub mod merge;
 pub mod origins;
 pub mod processes;

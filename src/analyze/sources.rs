@@ -10,7 +10,7 @@ const SOURCE_MAX: u64 = 16 << 20;
 /// A source file's bytes, if it is a regular file of a sane size: a path
 /// from a hostile report (`/dev/zero`, a FIFO, `/proc/kcore`) must not make
 /// leakgate read forever or block.
-fn read_source(path: &Path) -> Option<Vec<u8>> {
+pub(super) fn read_source(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let f = std::fs::File::open(path).ok()?;
     let meta = f.metadata().ok()?;
