@@ -32,7 +32,8 @@ unsafe extern "C" fn free_box(capsule: *mut PyObject) {
 unsafe extern "C" fn leak_box(_m: *mut PyObject, arg: *mut PyObject) -> *mut PyObject {
     let data = Box::new([9u64; 6]); // @ffi_box
     let raw = Box::into_raw(data).cast::<c_void>();
-    let destructor: Option<PyCapsule_Destructor> = if is_fixed(arg) { Some(free_box) } else { None };
+    let destructor: Option<PyCapsule_Destructor> =
+        if is_fixed(arg) { Some(free_box) } else { None };
     let capsule = PyCapsule_New(raw, c"ffiext.box".as_ptr(), destructor);
     Py_DECREF(capsule);
     PyLong_FromLong(6)

@@ -44,10 +44,18 @@ fn leak_vec(fixed: bool) -> PyResult<usize> {
     let len = v.len();
     unsafe {
         let view = if fixed {
-            ffi::PyMemoryView_FromMemory(v.as_mut_ptr().cast(), len as ffi::Py_ssize_t, ffi::PyBUF_READ)
+            ffi::PyMemoryView_FromMemory(
+                v.as_mut_ptr().cast(),
+                len as ffi::Py_ssize_t,
+                ffi::PyBUF_READ,
+            )
         } else {
             let leaked: &'static mut [u8] = v.leak();
-            ffi::PyMemoryView_FromMemory(leaked.as_mut_ptr().cast(), len as ffi::Py_ssize_t, ffi::PyBUF_READ)
+            ffi::PyMemoryView_FromMemory(
+                leaked.as_mut_ptr().cast(),
+                len as ffi::Py_ssize_t,
+                ffi::PyBUF_READ,
+            )
         };
         ffi::Py_DECREF(view);
     }
