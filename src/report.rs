@@ -290,6 +290,11 @@ pub struct Finding {
     /// library allocated for your direct call: which library and function.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A caveat about the location's line: it lies in the body of a local
+    /// Rust `macro_rules!` macro, whose expanded code carries the macro's
+    /// lines, not the call site's (user findings only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location_note: Option<String>,
     /// With checkpoints (the pytest plugin, `leakgate_probe.checkpoint`):
     /// the tests (checkpoints) it grew in, with the bytes and blocks added
     /// in each, in run order.

@@ -5,13 +5,12 @@
 //! and computes the summary.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::attribute::{Attribution, Attributor};
 use super::checkpoints::{ErrMark, SnapRec};
 use super::fingerprint::fingerprint;
-use super::sources::SourceLines;
 use super::summary;
 use crate::kind::Kind;
 use crate::model::{Frame, ProcessInfo, Record};
@@ -520,17 +519,7 @@ impl Aggregator {
         };
         let pytest = per_test.as_ref().is_some_and(|p| !p.tests.is_empty());
         super::import_time::mark_from_checkpoints(&mut findings, pytest);
-        let mut lines = SourceLines::default();
-        let mut cython = super::cython::CythonMapper::default();
-        for f in findings.iter_mut().filter(|f| f.is_user()) {
-            // Cython's copy of the line, when its .pyx is not here.
-            let copy = cython.map_finding(f);
-            if let Some(loc) = &f.location
-                && let (Some(p), Some(l)) = (&loc.path, loc.line)
-            {
-                f.source_line = lines.get(Path::new(p), l).or(copy);
-            }
-        }
+        super::sources::fill_user_locations(&mut findings);
         summary::summarize(&mut summary, &findings);
         sort_findings(&mut findings);
         Analysis {
@@ -659,6 +648,7 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
             .as_ref()
             .map(|r| r.describe())
             .or_else(|| att.made_by.as_ref().map(|m| m.describe())),
+        location_note: None,
         tests: Vec::new(),
         growth: None,
         per_call: None,

@@ -27,6 +27,7 @@ pub mod cython;
 pub mod fingerprint;
 pub mod import_time;
 pub mod inputs;
+mod macros;
 pub mod merge;
 pub mod origins;
 pub mod processes;

@@ -282,6 +282,9 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
                 _ => {}
             }
         }
+        if let Some(n) = &f.location_note {
+            let _ = writeln!(o, "     note: {n}");
+        }
         if let Some(a) = &f.advice {
             let _ = writeln!(o, "     fix: {a}");
         }

@@ -42,6 +42,7 @@ mod real_packages;
 mod real_packages_round2;
 mod real_runs;
 mod run_safety;
+mod rust_ext;
 mod snapshots;
 mod suppress_diff;
 mod suppressions_cli;
