@@ -192,6 +192,31 @@ pub struct FrameOut {
     pub ip: Option<String>,
     /// Whether leakgate judged this frame to be user code.
     pub user: bool,
+    /// A user frame in code a generator wrote (Cython): `function`, `file`,
+    /// `path` and `line` name the source the user edits (the `.pyx`), and
+    /// this the generated code Valgrind named. See docs/cython.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<GeneratedCode>,
+}
+
+/// Where in generated code (Cython's C or C++) a location or frame lies,
+/// when leakgate mapped it back to the source the code was generated from.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GeneratedCode {
+    /// What generated it: `cython`.
+    pub generator: String,
+    /// The generated file as the debug info names it (`leaky.c`).
+    pub file: Option<String>,
+    /// Its local path, when found.
+    pub path: Option<String>,
+    /// The line in the generated file.
+    pub line: Option<u32>,
+    /// The C function Valgrind named (`__pyx_pf_5leaky_leak_def`).
+    pub function: Option<String>,
+    /// Whether the source file (`path` of the location or frame) was
+    /// found; when not, the source line shown is the copy Cython wrote
+    /// into its comment in the generated file.
+    pub source_found: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -265,6 +290,11 @@ pub struct Finding {
     /// library allocated for your direct call: which library and function.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// A caveat about the location's line: it lies in the body of a local
+    /// Rust `macro_rules!` macro, whose expanded code carries the macro's
+    /// lines, not the call site's (user findings only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location_note: Option<String>,
     /// With checkpoints (the pytest plugin, `leakgate_probe.checkpoint`):
     /// the tests (checkpoints) it grew in, with the bytes and blocks added
     /// in each, in run order.
@@ -277,6 +307,13 @@ pub struct Finding {
     /// With `growth` `per_call`: what one call adds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_call: Option<BytesBlocks>,
+    /// A user leak made once at import (under `PyInit_*` or a module exec
+    /// slot, or before the first test with checkpoints): it leaks once per
+    /// interpreter that imports the module, and is gated only when
+    /// `--fail-on` names `import` (`analyze/import_time.rs`). Absent when
+    /// false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_import: bool,
 }
 
 /// An auxiliary description with its stack (`<auxwhat>` or `<xauxwhat>`
@@ -408,6 +445,10 @@ pub struct UserSummary {
     pub still_reachable: BytesBlocks,
     /// User findings that are not leaks (memory errors, fatal signals).
     pub errors: u64,
+    /// User leaks made once at import (`findings[].at_import`), counted in
+    /// the leak kinds above too. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub at_import: u64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -468,6 +509,11 @@ pub struct Location {
     pub path: Option<String>,
     pub line: Option<u32>,
     pub object: Option<String>,
+    /// Code a generator wrote (Cython): the fields above name the source
+    /// (`.pyx` file, line, Python-level function) and this the generated
+    /// C/C++ code Valgrind named. Absent for other code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<GeneratedCode>,
 }
 
 /// Whose a finding is.

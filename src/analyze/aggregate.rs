@@ -5,13 +5,12 @@
 //! and computes the summary.
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::attribute::{Attribution, Attributor};
 use super::checkpoints::{ErrMark, SnapRec};
 use super::fingerprint::fingerprint;
-use super::sources::SourceLines;
 use super::summary;
 use crate::kind::Kind;
 use crate::model::{Frame, ProcessInfo, Record};
@@ -147,6 +146,7 @@ pub(super) fn frame_out(f: &Frame, user: bool, local: Option<&PathBuf>) -> Frame
         line: f.line,
         ip: f.ip.as_deref().map(str::to_string),
         user,
+        generated: None,
     }
 }
 
@@ -302,6 +302,7 @@ impl Aggregator {
                 let acc = &mut self.accs[i];
                 acc.finding.records += 1;
                 acc.finding.count = acc.finding.count.saturating_add(1);
+                acc.finding.at_import &= super::import_time::made_at_import(&rec);
                 if rec.is_leak() {
                     add_to(&mut acc.finding.bytes, rec.leaked_bytes.unwrap_or(0));
                     add_to(&mut acc.finding.blocks, rec.leaked_blocks.unwrap_or(0));
@@ -360,6 +361,7 @@ impl Aggregator {
                     let mine = &mut self.accs[i];
                     let (a, b) = (&mut mine.finding, &acc.finding);
                     a.records += b.records;
+                    a.at_import &= b.at_import;
                     a.count = a.count.saturating_add(b.count);
                     for (x, y) in [
                         (&mut a.bytes, b.bytes),
@@ -515,14 +517,9 @@ impl Aggregator {
                 },
             )
         };
-        let mut lines = SourceLines::default();
-        for f in findings.iter_mut().filter(|f| f.is_user()) {
-            if let Some(loc) = &f.location
-                && let (Some(p), Some(l)) = (&loc.path, loc.line)
-            {
-                f.source_line = lines.get(Path::new(p), l);
-            }
-        }
+        let pytest = per_test.as_ref().is_some_and(|p| !p.tests.is_empty());
+        super::import_time::mark_from_checkpoints(&mut findings, pytest);
+        super::sources::fill_user_locations(&mut findings);
         summary::summarize(&mut summary, &findings);
         sort_findings(&mut findings);
         Analysis {
@@ -608,6 +605,7 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
                 .or_else(|| f.path()),
             line: f.line,
             object: f.obj.as_deref().map(str::to_string),
+            generated: None,
         }
     });
     let origin = rec
@@ -650,10 +648,12 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
             .as_ref()
             .map(|r| r.describe())
             .or_else(|| att.made_by.as_ref().map(|m| m.describe())),
+        location_note: None,
         tests: Vec::new(),
         growth: None,
         per_call: None,
         fails: false,
+        at_import: user && super::import_time::made_at_import(rec),
     }
 }
 
@@ -677,12 +677,14 @@ pub fn sort_findings(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
         (
             !a.is_user(),
+            a.at_import,
             a.kind.severity(),
             std::cmp::Reverse(a.bytes.unwrap_or(0)),
             &a.fingerprint,
         )
             .cmp(&(
                 !b.is_user(),
+                b.at_import,
                 b.kind.severity(),
                 std::cmp::Reverse(b.bytes.unwrap_or(0)),
                 &b.fingerprint,

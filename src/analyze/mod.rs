@@ -7,9 +7,12 @@
 //! [`schedule`] reads the files in parallel, [`aggregate`] folds records
 //! into findings using [`attribute`] (whose code is it), [`fingerprint`]
 //! and [`sources`], with `auxiliary` marking the user's frames of the
-//! auxiliary stacks (where a block was freed or allocated);
+//! auxiliary stacks (where a block was freed or allocated), and [`cython`]
+//! naming the user's findings in Cython's generated code at their `.pyx`
+//! lines;
 //! [`checkpoints`] ties mid-run leak snapshots to tests, [`processes`]
-//! relates the processes of a run, [`unhandled`] what an instruction
+//! relates the processes of a run, [`import_time`] marks the user's leaks
+//! made once at import, [`unhandled`] what an instruction
 //! Valgrind cannot run leaves behind, [`summary`] counts the findings and
 //! [`accounting`] checks that every record is accounted for; [`origins`]
 //! carries the origins of a `--origins auto` re-run over; [`merge`] folds
@@ -20,8 +23,11 @@ pub mod aggregate;
 pub mod attribute;
 mod auxiliary;
 pub mod checkpoints;
+pub mod cython;
 pub mod fingerprint;
+pub mod import_time;
 pub mod inputs;
+mod macros;
 pub mod merge;
 pub mod origins;
 pub mod processes;

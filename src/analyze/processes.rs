@@ -251,10 +251,12 @@ pub fn cuda_ipc_findings(hits: &[(u64, String, u64)]) -> Vec<Finding> {
             inherited_by: Vec::new(),
             advice: Some(CUDA_IPC_ADVICE.into()),
             reason: None,
+            location_note: None,
             tests: Vec::new(),
             growth: None,
             per_call: None,
             fails: false,
+            at_import: false,
         })
         .collect()
 }

@@ -1,5 +1,7 @@
 //! The source line at a user finding's location, read from the file on
-//! disk (capped in size, cached per file).
+//! disk (capped in size, cached per file), after Cython's generated code is
+//! mapped to its `.pyx` (`cython.rs`), with a note where the line lies in a
+//! local `macro_rules!` body (`macros.rs`).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -10,7 +12,7 @@ const SOURCE_MAX: u64 = 16 << 20;
 /// A source file's bytes, if it is a regular file of a sane size: a path
 /// from a hostile report (`/dev/zero`, a FIFO, `/proc/kcore`) must not make
 /// leakgate read forever or block.
-fn read_source(path: &Path) -> Option<Vec<u8>> {
+pub(super) fn read_source(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let f = std::fs::File::open(path).ok()?;
     let meta = f.metadata().ok()?;
@@ -43,5 +45,27 @@ impl SourceLines {
         lines
             .get(line.checked_sub(1)? as usize)
             .map(|s| s.trim_end().to_string())
+    }
+}
+
+/// Fills the user findings' locations: Cython's generated places mapped to
+/// the `.pyx`, the source line (Cython's copy of it when the `.pyx` is not
+/// here), and the note on a line inside a `macro_rules!` body.
+pub(super) fn fill_user_locations(findings: &mut [crate::report::Finding]) {
+    let mut lines = SourceLines::default();
+    let mut cython = super::cython::CythonMapper::default();
+    let mut macros = super::macros::MacroBodies::default();
+    for f in findings.iter_mut().filter(|f| f.is_user()) {
+        // Cython's copy of the line, when its .pyx is not here.
+        let copy = cython.map_finding(f);
+        if let Some(loc) = &f.location
+            && let (Some(p), Some(l)) = (&loc.path, loc.line)
+        {
+            f.source_line = lines.get(Path::new(p), l).or(copy);
+            f.location_note = macros.at(Path::new(p), l).map(|m| {
+                let file = loc.file.as_deref().unwrap_or(p);
+                super::macros::note(m, file.rsplit('/').next().unwrap_or(file))
+            });
+        }
     }
 }

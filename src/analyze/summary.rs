@@ -15,6 +15,7 @@ pub fn summarize(summary: &mut Summary, findings: &[Finding]) {
         if f.is_user() {
             let u = &mut summary.user;
             u.findings += 1;
+            u.at_import += u64::from(f.at_import);
             let bb = match f.kind {
                 Kind::DefinitelyLost => Some(&mut u.definitely_lost),
                 Kind::IndirectlyLost => Some(&mut u.indirectly_lost),

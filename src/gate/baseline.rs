@@ -212,6 +212,9 @@ pub fn entry(f: &Finding, repo_root: Option<&Path>) -> BaselineEntry {
     if let Some(callee) = callee(f) {
         description.push_str(&format!(", via {callee}"));
     }
+    if f.at_import {
+        description.push_str(", made once at import");
+    }
     if let Some(src) = &source {
         description.push_str(&format!(": {src}"));
     }
@@ -257,6 +260,7 @@ mod tests {
                 path: Some("/repo/src/a.c".into()),
                 line: Some(line),
                 object: None,
+                generated: None,
             }),
             source_line: Some(format!("    {src}")),
             stack: vec![
@@ -268,6 +272,7 @@ mod tests {
                     line: None,
                     ip: None,
                     user: false,
+                    generated: None,
                 },
                 FrameOut {
                     function: Some(func.into()),
@@ -277,6 +282,7 @@ mod tests {
                     line: Some(line),
                     ip: None,
                     user: true,
+                    generated: None,
                 },
             ],
             pids: vec![1],

@@ -33,10 +33,11 @@ impl Default for Policy {
 impl Policy {
     /// Whether `f` counts against the gate: a user finding of a `--fail-on`
     /// kind (or a leak that grows at every call) that is not known from the
-    /// baseline.
+    /// baseline; a leak made once at import only with `--fail-on import`.
     fn gates(&self, f: &Finding) -> bool {
         f.is_user()
-            && (self.fail_on.matches(&f.kind) || (grows_per_call(f) && !self.fail_on.is_empty()))
+            && (self.fail_on.matches_finding(&f.kind, f.at_import)
+                || (grows_per_call(f) && !self.fail_on.is_empty()))
             && !f.is_known()
     }
 
@@ -88,7 +89,8 @@ pub fn gated_leaked_bytes(findings: &[Finding]) -> u64 {
 pub fn restore(report: &mut Report) {
     for f in &mut report.findings {
         if f.gated.is_none() {
-            f.gated = Some(f.is_user() && f.kind.gated_by_default() && !f.is_known());
+            f.gated =
+                Some(f.is_user() && f.kind.gated_by_default() && !f.is_known() && !f.at_import);
         }
     }
     let max = report.policy.as_ref().and_then(|p| p.max_leaked_bytes);

@@ -8,6 +8,8 @@
 //! leakgate does not know yet; it is `memerrors` (memory errors) plus `fds`
 //! (the descriptor kinds of `--track-fds`, which exist only when descriptors
 //! were tracked, so the default gates them exactly when they were asked for).
+//! `import` adds the user's leaks made once at import (`Finding::at_import`)
+//! of the kinds selected; `all` includes it.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -23,7 +25,7 @@ pub const DEFAULT_FAIL_ON: &str = "definite,indirect,errors";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyError {
     #[error(
-        "unknown --fail-on item {0:?} (use definite, indirect, possible, reachable, leaks, errors, memerrors, fds, all, none, cuda-ipc, or a Valgrind kind such as Leak_DefinitelyLost or InvalidRead)"
+        "unknown --fail-on item {0:?} (use definite, indirect, possible, reachable, leaks, errors, memerrors, fds, import, all, none, cuda-ipc, or a Valgrind kind such as Leak_DefinitelyLost or InvalidRead)"
     )]
     UnknownItem(String),
     #[error("--fail-on is empty (use `none` to fail on no finding)")]
@@ -38,6 +40,9 @@ pub struct FailOn {
     /// Every non-leak kind, known or not, except the descriptor kinds
     /// ([`FD_KINDS`], listed in `kinds` when gated) and `cuda-ipc`.
     pub errors: bool,
+    /// Leaks made once at import (of the kinds selected) too: `import`.
+    #[serde(default)]
+    pub import: bool,
 }
 
 impl Default for FailOn {
@@ -52,6 +57,7 @@ impl FailOn {
         let mut f = FailOn {
             kinds: BTreeSet::new(),
             errors: false,
+            import: false,
         };
         let mut any = false;
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -67,11 +73,13 @@ impl FailOn {
                     FD_KINDS.iter().for_each(|k| f.add(k));
                 }
                 "memerrors" => f.errors = true,
+                "import" => f.import = true,
                 "fds" => FD_KINDS.iter().for_each(|k| f.add(k)),
                 "all" => {
                     LEAK_KINDS.iter().for_each(|k| f.add(k));
                     FD_KINDS.iter().for_each(|k| f.add(k));
                     f.errors = true;
+                    f.import = true;
                 }
                 "none" => {}
                 "cuda-ipc" => f.add(&Kind::CudaIpcProducerExited),
@@ -107,6 +115,12 @@ impl FailOn {
         }
     }
 
+    /// Whether a user finding fails the gate by its kind and, for a leak
+    /// made once at import, whether `import` is named.
+    pub fn matches_finding(&self, kind: &Kind, at_import: bool) -> bool {
+        self.matches(kind) && (!at_import || self.import)
+    }
+
     /// Whether nothing is selected (`--fail-on none`).
     pub fn is_empty(&self) -> bool {
         !self.errors && self.kinds.is_empty()
@@ -127,6 +141,9 @@ impl FailOn {
             (true, false) => out.push("memerrors".into()),
             (false, true) => out.push("fds".into()),
             (false, false) => {}
+        }
+        if self.import {
+            out.push("import".into());
         }
         for k in &self.kinds {
             if *k == Kind::CudaIpcProducerExited {
@@ -195,7 +212,10 @@ mod tests {
         assert_eq!(n.to_string(), "none");
         let a = FailOn::parse("all").unwrap();
         assert!(a.matches(&k("Leak_StillReachable")));
-        assert_eq!(a.to_string(), "definite,indirect,possible,reachable,errors");
+        assert_eq!(
+            a.to_string(),
+            "definite,indirect,possible,reachable,errors,import"
+        );
     }
 
     #[test]
@@ -221,8 +241,22 @@ mod tests {
         assert_eq!(one.to_string(), "FdNotClosed");
         assert_eq!(
             FailOn::parse("all").unwrap(),
-            FailOn::parse("leaks,errors").unwrap()
+            FailOn::parse("leaks,errors,import").unwrap()
         );
+    }
+
+    #[test]
+    fn import_word() {
+        let f = FailOn::parse("definite,import").unwrap();
+        assert!(f.import);
+        assert_eq!(f.items(), ["definite", "import"]);
+        assert!(f.matches_finding(&k("Leak_DefinitelyLost"), true));
+        let d = FailOn::default();
+        assert!(!d.import);
+        assert!(!d.matches_finding(&k("Leak_DefinitelyLost"), true));
+        assert!(d.matches_finding(&k("Leak_DefinitelyLost"), false));
+        // Not a kind: a memory error made at import stays an error.
+        assert!(d.matches_finding(&k("InvalidRead"), false));
     }
 
     #[test]

@@ -43,6 +43,7 @@ fn noise(kind: &str, source: &str, records: u64, objects: &[&str]) -> Finding {
         line: None,
         ip: None,
         user: false,
+        generated: None,
     };
     let mut stack = vec![frame(
         "malloc",
@@ -130,6 +131,7 @@ fn site_packages_hint_only_where_its_advice_can_be_right() {
             path: path.map(Into::into),
             line: path.map(|_| 567),
             object: Some(obj.into()),
+            generated: None,
         });
         f
     };
@@ -177,6 +179,7 @@ fn site_packages_hint_only_when_nothing_is_gated() {
             path: None,
             line: None,
             object: Some(obj.into()),
+            generated: None,
         });
         f
     };
@@ -286,4 +289,40 @@ fn a_saved_report_gets_its_marks_back() {
     restore(&mut r);
     let marks: Vec<(bool, bool)> = r.findings.iter().map(|f| (f.is_gated(), f.fails)).collect();
     assert_eq!(marks, [(true, true), (false, false)]);
+}
+
+#[test]
+fn leaks_made_at_import_are_gated_only_with_import() {
+    let leak = |at_import: bool| Finding {
+        at_import,
+        bytes: Some(16),
+        direct_bytes: Some(16),
+        ..noise("Leak_DefinitelyLost", "user", 1, &[])
+    };
+    let mut findings = vec![leak(true), leak(false)];
+    let p = Policy::default();
+    mark(&p, &mut findings);
+    assert_eq!(
+        findings.iter().map(|f| f.fails).collect::<Vec<_>>(),
+        [false, true]
+    );
+    let mut only_import = vec![leak(true)];
+    mark(&p, &mut only_import);
+    let v = verdict(&p, &only_import, &[], Some(&ExitStatus::Code(0)), &[]);
+    assert_eq!(v.exit_code, crate::exit::PASS);
+    let n = notes(&p, &only_import, &[], &[]);
+    assert!(
+        n.iter()
+            .any(|l| l.contains("made once at import") && l.contains("16 bytes")),
+        "{n:?}"
+    );
+    let q = Policy {
+        fail_on: FailOn::parse("definite,import").unwrap(),
+        ..Policy::default()
+    };
+    mark(&q, &mut only_import);
+    assert!(only_import[0].fails);
+    assert!(notes(&q, &only_import, &[], &[]).is_empty());
+    // `all` includes it.
+    assert!(FailOn::parse("all").unwrap().import);
 }

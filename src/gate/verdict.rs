@@ -224,7 +224,9 @@ pub fn notes(
     }
     let known = findings
         .iter()
-        .filter(|f| f.is_user() && policy.fail_on.matches(&f.kind) && f.is_known())
+        .filter(|f| {
+            f.is_user() && policy.fail_on.matches_finding(&f.kind, f.at_import) && f.is_known()
+        })
         .count() as u64;
     if known > 0 {
         notes.push(format!(
@@ -232,8 +234,34 @@ pub fn notes(
             plural(known, "finding", "findings")
         ));
     }
+    notes.extend(import_note(policy, findings));
     notes.extend(site_packages_hint(policy, findings));
     notes
+}
+
+/// The user's leaks made once at import that `--fail-on` would gate but for
+/// `import`: one line saying what they cost and how to gate them.
+fn import_note(policy: &Policy, findings: &[Finding]) -> Option<String> {
+    if policy.fail_on.import {
+        return None;
+    }
+    let at_import: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.is_user() && f.at_import && policy.fail_on.matches(&f.kind))
+        .collect();
+    if at_import.is_empty() {
+        return None;
+    }
+    let bytes: u64 = at_import
+        .iter()
+        .map(|f| f.direct_bytes.or(f.bytes).unwrap_or(0))
+        .fold(0, u64::saturating_add);
+    Some(format!(
+        "not gated: {} ({}) {}; add `import` to --fail-on to gate them (for code that imports the module in sub-interpreters)",
+        plural(at_import.len() as u64, "leak", "leaks"),
+        plural(bytes, "byte", "bytes"),
+        crate::analyze::import_time::GROUP
+    ))
 }
 
 /// How many objects the site-packages hint names before "and N more".

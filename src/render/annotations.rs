@@ -21,7 +21,7 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
     for f in ci::user_findings(r) {
         let (level, slot) = if f.fails {
             ("error", 0)
-        } else if f.is_known() {
+        } else if f.is_known() || f.at_import {
             ("notice", 2)
         } else {
             ("warning", 1)

@@ -63,6 +63,12 @@ pub fn why_not_failing(r: &Report, f: &Finding) -> Option<String> {
     if f.is_gated() {
         return Some("within --max-leaked-bytes: reported, not gated".into());
     }
+    if f.at_import {
+        return Some(format!(
+            "{}: reported, not gated (add `import` to --fail-on to gate it)",
+            crate::analyze::import_time::GROUP
+        ));
+    }
     let list = r
         .policy
         .as_ref()
@@ -77,10 +83,29 @@ pub fn why_not_failing(r: &Report, f: &Finding) -> Option<String> {
 /// `leak_kinds.c:12`, `leak_kinds.c`, the object, or `???`.
 pub fn place(ctx: &CiContext, f: &Finding) -> String {
     let path = ctx.display_path(f).unwrap_or_else(|| "???".into());
-    match f.location.as_ref().and_then(|l| l.line) {
+    let place = match f.location.as_ref().and_then(|l| l.line) {
         Some(l) => format!("{path}:{l}"),
         None => path,
+    };
+    match f
+        .location
+        .as_ref()
+        .and_then(|l| generated_text(l.generated.as_ref()))
+    {
+        Some(g) => format!("{place}, {g}"),
+        None => place,
     }
+}
+
+/// Where generated code lies, beside the source it was generated from:
+/// `generated leaky.c:2977`.
+pub fn generated_text(g: Option<&crate::report::GeneratedCode>) -> Option<String> {
+    let g = g?;
+    let file = g.file.as_deref().or(g.path.as_deref())?;
+    Some(match g.line {
+        Some(l) => format!("generated {file}:{l}"),
+        None => format!("generated {file}"),
+    })
 }
 
 /// The function of a finding's location, or `???`.
@@ -126,7 +151,10 @@ pub fn headline(f: &Finding) -> String {
 pub fn frame_text(fr: &FrameOut) -> String {
     let name = fr.function.as_deref().unwrap_or("???");
     match (&fr.file, fr.line) {
-        (Some(file), Some(l)) => format!("{name} ({file}:{l})"),
+        (Some(file), Some(l)) => match generated_text(fr.generated.as_ref()) {
+            Some(g) => format!("{name} ({file}:{l}, {g})"),
+            None => format!("{name} ({file}:{l})"),
+        },
         _ => match &fr.object {
             Some(o) => format!("{name} (in {o})"),
             None => name.to_string(),
@@ -196,12 +224,16 @@ pub fn site_key(r: &Report, f: &Finding) -> String {
     if unique_source {
         return format!("{}-{:08x}", f.fingerprint, by_source.unwrap_or(0) as u32);
     }
-    let mut lines: Vec<u32> = same
-        .iter()
-        .map(|g| g.location.as_ref().and_then(|l| l.line).unwrap_or(0))
-        .collect();
+    // Lines, then (Cython: sites of one .pyx line) their generated lines.
+    let line = |g: &Finding| {
+        g.location.as_ref().map_or((0, 0), |l| {
+            let generated = l.generated.as_ref().and_then(|c| c.line);
+            (l.line.unwrap_or(0), generated.unwrap_or(0))
+        })
+    };
+    let mut lines: Vec<(u32, u32)> = same.iter().map(|g| line(g)).collect();
     lines.sort_unstable();
-    let mine = f.location.as_ref().and_then(|l| l.line).unwrap_or(0);
+    let mine = line(f);
     let rank = lines.iter().position(|l| *l == mine).unwrap_or(0);
     format!("{}-{}", f.fingerprint, rank + 1)
 }

@@ -50,7 +50,7 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
         for f in user.iter().take(MAX_ROWS) {
             let mark = if f.fails {
                 "❌"
-            } else if f.is_known() {
+            } else if f.is_known() || f.at_import {
                 "➖"
             } else {
                 "⚠️"
@@ -62,8 +62,13 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
             };
             let _ = write!(
                 o,
-                "| {mark} | `{}` | `{}` | `{}` | {bytes} |",
+                "| {mark} | `{}`{} | `{}` | `{}` | {bytes} |",
                 f.kind,
+                if f.at_import {
+                    " (made once at import)"
+                } else {
+                    ""
+                },
                 md_cell(&ci::place(ctx, f)),
                 md_cell(ci::function(f))
             );

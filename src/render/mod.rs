@@ -12,31 +12,62 @@ pub mod sarif;
 pub mod text;
 
 use crate::kind::Kind;
-use crate::report::{FrameOut, Report};
+use crate::report::{Finding, FrameOut, Report};
 use crate::util::plural;
 
-/// The user's findings counted by kind, in report order, for people:
-/// `2 definitely-lost leaks, 1 InvalidRead error in your code`, or `no leaks
-/// or memory errors in your code`.
+/// The verdict in words, for people: what fails the gate first, then what
+/// was reported but does not fail it. `2 definitely-lost leaks in your
+/// code`; a pass reads as one: `no gated leaks or memory errors in your
+/// code; reported, not gated: 6 possibly-lost leaks`; `no leaks or memory
+/// errors in your code` when there is nothing of the user's.
 pub fn user_findings_phrase(r: &Report) -> String {
-    let mut by_kind: Vec<(&Kind, u64)> = Vec::new();
-    for f in r.findings.iter().filter(|f| f.is_user()) {
-        match by_kind.iter_mut().find(|(k, _)| **k == f.kind) {
-            Some((_, n)) => *n += 1,
-            None => by_kind.push((&f.kind, 1)),
-        }
-    }
-    if by_kind.is_empty() {
+    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
+    if user.is_empty() {
         return "no leaks or memory errors in your code".into();
+    }
+    let (failing, others): (Vec<&Finding>, Vec<&Finding>) = user.iter().partition(|f| f.fails);
+    let mut out = if failing.is_empty() {
+        "no gated leaks or memory errors in your code".to_string()
+    } else {
+        format!("{} in your code", by_kind_phrase(&failing))
+    };
+    if !others.is_empty() {
+        let label = if others.iter().any(|f| f.is_gated()) {
+            "reported, not failing the gate"
+        } else if failing.is_empty() {
+            "reported, not gated"
+        } else {
+            "also reported, not gated"
+        };
+        out.push_str(&format!("; {label}: {}", by_kind_phrase(&others)));
+    }
+    out
+}
+
+/// `2 definitely-lost leaks, 1 InvalidRead error, 3 definitely-lost leaks
+/// made once at import`, in report order.
+fn by_kind_phrase(findings: &[&Finding]) -> String {
+    let mut by_kind: Vec<((&Kind, bool), u64)> = Vec::new();
+    for f in findings {
+        let key = (&f.kind, f.at_import);
+        match by_kind.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => by_kind.push((key, 1)),
+        }
     }
     let parts: Vec<String> = by_kind
         .iter()
-        .map(|(k, n)| {
+        .map(|((k, at_import), n)| {
             let (one, many) = k.noun();
-            plural(*n, &one, &many)
+            let p = plural(*n, &one, &many);
+            if *at_import {
+                format!("{p} made once at import")
+            } else {
+                p
+            }
         })
         .collect();
-    format!("{} in your code", parts.join(", "))
+    parts.join(", ")
 }
 
 /// Which frames of a stack a person needs to see (the text report prints
@@ -79,6 +110,7 @@ mod tests {
                 line: None,
                 ip: None,
                 user: *u,
+                generated: None,
             })
             .collect()
     }

@@ -131,7 +131,7 @@ fn rule(r: &Report, kind: &str) -> Value {
 fn level(f: &Finding) -> &'static str {
     if f.fails {
         "error"
-    } else if f.is_known() {
+    } else if f.is_known() || f.at_import {
         "note"
     } else {
         "warning"
@@ -160,6 +160,9 @@ fn result(r: &Report, ctx: &CiContext, f: &Finding, rule_index: usize) -> Value 
             "pids": f.pids,
         },
     });
+    if f.at_import {
+        res["properties"]["atImport"] = json!(true);
+    }
     if f.is_leak() {
         res["properties"]["bytes"] = json!(f.bytes);
         res["properties"]["blocks"] = json!(f.blocks);

@@ -54,7 +54,10 @@ fn frame_str(f: &FrameOut) -> String {
         name.to_string()
     };
     match (&f.file, f.line) {
-        (Some(file), Some(l)) => format!("{name} ({file}:{l})"),
+        (Some(file), Some(l)) => match crate::render::ci::generated_text(f.generated.as_ref()) {
+            Some(g) => format!("{name} ({file}:{l}, {g})"),
+            None => format!("{name} ({file}:{l})"),
+        },
         _ => match &f.object {
             Some(o) => format!("{name} (in {o})"),
             None => name,
@@ -194,6 +197,14 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
     by_test(&mut o, r, &user, &st);
     for (i, f) in user.iter().enumerate() {
         let _ = writeln!(o);
+        // Leaks made once at import come last, under their own heading.
+        if f.at_import && (i == 0 || !user[i - 1].at_import) {
+            let _ = writeln!(
+                o,
+                "{}",
+                st.bold(&format!("{}:", crate::analyze::import_time::GROUP))
+            );
+        }
         let amount = if f.is_leak() {
             let bytes = f.bytes.unwrap_or(0);
             // The summary counts direct bytes (as Valgrind's leak summary
@@ -218,6 +229,8 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
             " (known from the baseline, not gated)"
         } else if f.is_gated() {
             if f.baseline.is_some() { " (new)" } else { "" }
+        } else if f.at_import {
+            " (made once at import, not gated)"
         } else {
             " (reported, not gated)"
         };
@@ -236,11 +249,28 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
                 (Some(file), Some(l)) => format!("{file}:{l}"),
                 _ => loc.object.clone().unwrap_or_else(|| "???".into()),
             };
-            let _ = writeln!(o, "     at {} in {}", st.bold(&place), func);
+            // Cython: `leaky.pyx:12 (generated leaky.c:2977) in leaky.leak_def`.
+            let generated = crate::render::ci::generated_text(loc.generated.as_ref())
+                .map(|g| format!(" ({g})"))
+                .unwrap_or_default();
+            let _ = writeln!(o, "     at {}{generated} in {}", st.bold(&place), func);
             if let Some(p) = &loc.path
                 && loc.file.as_deref() != Some(p.as_str())
             {
                 let _ = writeln!(o, "     {}", st.dim(p));
+            }
+            if let Some(g) = loc.generated.as_ref().filter(|g| !g.source_found) {
+                let file = loc.file.as_deref().unwrap_or("the source");
+                let from = g.file.as_deref().unwrap_or("the generated file");
+                let _ =
+                    writeln!(
+                    o,
+                    "     {}",
+                    st.dim(&format!(
+                        "({file} not found here: the line shown is the copy {} wrote into {from})",
+                        if g.generator == "cython" { "Cython" } else { g.generator.as_str() }
+                    ))
+                );
             }
             match (&f.source_line, loc.line) {
                 (Some(src), Some(l)) => {
@@ -251,6 +281,9 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
                 }
                 _ => {}
             }
+        }
+        if let Some(n) = &f.location_note {
+            let _ = writeln!(o, "     note: {n}");
         }
         if let Some(a) = &f.advice {
             let _ = writeln!(o, "     fix: {a}");

@@ -19,12 +19,15 @@ mod tests;
 
 pub use names::is_module_init;
 pub use names::{ALLOCATORS, CPYTHON_ALLOCATORS};
-use names::{is_allocator_name, is_interpreter_bookkeeping, is_python_allocation_api};
+use names::{
+    is_allocator_name, is_interpreter_bookkeeping, is_python_allocation_api, is_rust_runtime_name,
+};
 use objects::{
     LIBRARY_HEADER_DIRS, SYSTEM_PREFIXES, THIRD_PARTY_DIRS, basename, class_source, has_component,
+    is_rust_library_source,
 };
 pub use objects::{
-    ObjClass, Source, WELL_KNOWN_PACKAGES, classify_object, is_library_header,
+    ObjClass, Source, WELL_KNOWN_PACKAGES, cargo_dependency, classify_object, is_library_header,
     is_well_known_package, library_name, site_package,
 };
 
@@ -242,11 +245,18 @@ impl Attributor {
                 let rel_s = rel.to_string_lossy();
                 if has_component(&rel_s, THIRD_PARTY_DIRS)
                     || has_component(&rel_s, LIBRARY_HEADER_DIRS)
+                    || cargo_dependency(&rel_s).is_some()
                 {
                     return SourceRes::Excluded(Source::ThirdParty);
                 }
                 return SourceRes::User(full.clone());
             }
+        }
+        if is_rust_library_source(&full_s) {
+            return SourceRes::Excluded(Source::System);
+        }
+        if cargo_dependency(&full_s).is_some() {
+            return SourceRes::Excluded(Source::ThirdParty);
         }
         if has_component(&full_s, THIRD_PARTY_DIRS) || has_component(&full_s, LIBRARY_HEADER_DIRS) {
             let torch = full_s.contains("/torch/include/") || full_s.contains("/torch/csrc/");
@@ -517,6 +527,16 @@ impl Attributor {
         }
         if is_below_main(name) {
             return Role::Skip;
+        }
+        // Rust's allocator shims and standard library compiled into the
+        // user's object without line information (`__rust_alloc`,
+        // `<alloc::raw_vec::RawVecInner>::try_allocate_in`) run for their
+        // caller, as the frames with `/rustc/...` sources do.
+        if matches!(src, SourceRes::None)
+            && matches!(class, ObjClass::Other | ObjClass::Unknown)
+            && is_rust_runtime_name(name)
+        {
+            return Role::PassThrough(Source::System);
         }
         if let SourceRes::User(_) = src
             && (claims_source(class) || user_obj)

@@ -123,3 +123,32 @@ pub fn is_module_init(f: &str) -> bool {
         || f == "_PyImport_LoadDynamicModuleWithSpec"
         || f.starts_with("PyModule_ExecDef")
 }
+
+/// Functions of Rust's standard library and allocator shims, by their
+/// demangled name (`alloc::vec::from_elem`, `<alloc::raw_vec::RawVecInner>::try_allocate_in`,
+/// `<u8 as alloc::vec::spec_from_elem::SpecFromElem>::from_elem`, `__rust_alloc`,
+/// `__rdl_alloc`): compiled into every Rust object, they run for their caller.
+pub(super) fn is_rust_runtime_name(f: &str) -> bool {
+    const CRATES: &[&str] = &["alloc::", "core::", "std::"];
+    let path = match f.strip_prefix('<') {
+        // `<alloc::...>::f`: the type's crate; `<T as Trait>::f`: the
+        // type's when it has a path (`<ext::Holder as core::ops::Drop>` is
+        // the user's impl), else the trait's (`<u8 as alloc::...>`).
+        Some(inner) => match inner.split_once(" as ") {
+            Some((ty, tr)) => {
+                let ty = ty.trim_start_matches(['&', '*']);
+                let ty = ty
+                    .strip_prefix("mut ")
+                    .or(ty.strip_prefix("const "))
+                    .unwrap_or(ty);
+                if ty.contains("::") { ty } else { tr }
+            }
+            None => inner,
+        },
+        None => f,
+    };
+    CRATES.iter().any(|c| path.starts_with(c))
+        || ["__rust_", "__rdl_", "__rg_", "__rustc::"]
+            .iter()
+            .any(|p| f.starts_with(p))
+}

@@ -65,6 +65,49 @@ pub(super) const LIBRARY_HEADER_DIRS: &[&str] = &["pybind11", "nanobind"];
 pub(super) const SYSTEM_PREFIXES: &[&str] =
     &["/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/etc/"];
 
+/// Whether a source path is Rust's standard library (`std`, `core`,
+/// `alloc`) compiled into the user's object: rustc's own paths
+/// (`/rustc/<commit>/library/...`), or the `rust-src` component's. Like the
+/// C++ standard library's headers, its code runs for its caller.
+pub(super) fn is_rust_library_source(path: &str) -> bool {
+    path.starts_with("/rustc/") || path.contains("/lib/rustlib/src/rust/library/")
+}
+
+/// The crate a source path of a Cargo dependency belongs to: a crate from a
+/// registry (`$CARGO_HOME/registry/src/<index>/pyo3-0.30.1/src/...` →
+/// `pyo3`) or a git checkout (`$CARGO_HOME/git/checkouts/<name>-<hash>/<rev>/...`).
+/// Compiled into the user's object, its code owns what it allocates.
+pub fn cargo_dependency(path: &str) -> Option<&str> {
+    let comps: Vec<&str> = path.split('/').collect();
+    let w = comps.windows(4).find(|w| {
+        (w[0] == "registry" && w[1] == "src") || (w[0] == "git" && w[1] == "checkouts")
+    })?;
+    let name = if w[0] == "registry" {
+        // `<name>-<major>.<minor>.<patch>[-pre][+build]`; names may hold `-<digit>` (`sha-1`).
+        let dir = w[3];
+        let semver = |v: &str| {
+            let mut parts = v.splitn(3, '.');
+            parts
+                .next()
+                .is_some_and(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+                && parts
+                    .next()
+                    .is_some_and(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+                && parts
+                    .next()
+                    .is_some_and(|p| p.starts_with(|c: char| c.is_ascii_digit()))
+        };
+        dir.match_indices('-')
+            .map(|(i, _)| i)
+            .find(|&i| semver(&dir[i + 1..]))
+            .map_or(dir, |i| &dir[..i])
+    } else {
+        // `<name>-<hash>`.
+        w[2].rsplit_once('-').map_or(w[2], |(n, _)| n)
+    };
+    (!name.is_empty()).then_some(name)
+}
+
 pub(super) fn has_component(path: &str, names: &[&str]) -> bool {
     path.split('/').any(|c| names.contains(&c))
 }
@@ -177,6 +220,9 @@ pub fn library_name(obj: Option<&str>, src: Option<&str>) -> String {
         if let Some(h) = s.split('/').find(|c| LIBRARY_HEADER_DIRS.contains(c)) {
             return h.to_string();
         }
+        if let Some(c) = cargo_dependency(s) {
+            return c.to_string();
+        }
         if let Some(p) = package(s) {
             return p;
         }
@@ -242,10 +288,10 @@ pub fn is_well_known_package(obj: &str) -> bool {
 }
 
 /// Whether a source path lies in a library's header tree (pybind11,
-/// nanobind): code compiled into another object that owns what it
-/// allocates, whoever's object it is in.
+/// nanobind) or a Cargo dependency's sources (pyo3): code compiled into
+/// another object that owns what it allocates, whoever's object it is in.
 pub fn is_library_header(path: &str) -> bool {
-    has_component(path, LIBRARY_HEADER_DIRS)
+    has_component(path, LIBRARY_HEADER_DIRS) || cargo_dependency(path).is_some()
 }
 
 /// `libstdc++.so.6` → `libstdc++`; `_foo.cpython-311-x86_64-linux-gnu.so` → `_foo`.

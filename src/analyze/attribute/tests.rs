@@ -405,3 +405,112 @@ fn library_names() {
         "pybind11"
     );
 }
+
+/// A Rust extension (`checkout()/ext.so`, sources `src/lib.rs`): Rust's
+/// standard library compiled into it passes through, with or without line
+/// information; a Cargo dependency's code (pyo3) owns what it allocates.
+#[test]
+fn rust_std_passes_through_and_cargo_dependencies_decide() {
+    let (dir, mut att) = checkout();
+    std::fs::write(dir.path().join("src/lib.rs"), "fn f() {}\n").unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let so = root.join("ext.so");
+    let so = so.to_str().unwrap();
+    let src = root.join("src");
+    let src = src.to_str().unwrap();
+    const RUSTC: &str = "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/alloc/src";
+    const PYO3: &str = "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/pyo3-0.30.1/src";
+    let user = fr(so, "ext::leak_vec", Some((src, "lib.rs", 43)));
+    let stack = vec![
+        fr(PRELOAD, "malloc", None),
+        fr(so, "<alloc::raw_vec::RawVecInner>::try_allocate_in", None),
+        fr(
+            so,
+            "alloc::vec::from_elem",
+            Some((RUSTC, "vec/mod.rs", 3651)),
+        ),
+        user.clone(),
+        fr(
+            so,
+            "pyo3::impl_::trampoline::trampoline",
+            Some((PYO3, "impl_/trampoline.rs", 315)),
+        ),
+        fr(LIBPY, "_PyEval_EvalFrameDefault", None),
+    ];
+    let a = att.attribute(&leak(stack));
+    assert!(a.is_user(), "{a:?}");
+    assert_eq!(a.owner, Some(3));
+    assert!(a.made_by.is_none(), "{a:?}");
+    // pyo3's own block, made under the interpreter's call: third-party.
+    let stack = vec![
+        fr(PRELOAD, "malloc", None),
+        fr(so, "__rust_alloc", None),
+        fr(
+            so,
+            "pyo3::types::list::PyList::empty",
+            Some((PYO3, "types/list.rs", 80)),
+        ),
+        fr(LIBPY, "_PyEval_EvalFrameDefault", None),
+    ];
+    let a = att.attribute(&leak(stack));
+    assert_eq!(a.source, Some(Source::ThirdParty), "{a:?}");
+    assert_eq!(a.owner, Some(2));
+    // A pyo3 object the user's code asked for directly is the user's to release.
+    let stack = vec![
+        fr(PRELOAD, "malloc", None),
+        fr(
+            so,
+            "pyo3::types::list::PyList::empty",
+            Some((PYO3, "types/list.rs", 80)),
+        ),
+        user,
+        fr(LIBPY, "_PyEval_EvalFrameDefault", None),
+    ];
+    let a = att.attribute(&leak(stack));
+    assert!(a.is_user());
+    assert_eq!(a.made_by.as_ref().map(|m| m.library.as_str()), Some("pyo3"));
+}
+
+#[test]
+fn cargo_dependencies_and_rust_names() {
+    assert_eq!(
+        cargo_dependency(
+            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/pyo3-ffi-0.30.1/src/object.rs"
+        ),
+        Some("pyo3-ffi")
+    );
+    assert_eq!(
+        cargo_dependency(
+            "/usr/local/cargo/registry/src/github.com-1ecc6299db9ec823/serde-1.0.0-rc.1/src/lib.rs"
+        ),
+        Some("serde")
+    );
+    assert_eq!(
+        cargo_dependency("/home/u/.cargo/git/checkouts/pyo3-0a1b2c3d4e5f6789/abc1234/src/lib.rs"),
+        Some("pyo3")
+    );
+    assert_eq!(cargo_dependency("/home/u/project/src/registry.rs"), None);
+    assert!(is_library_header(
+        "/root/.cargo/registry/src/x/pyo3-0.30.1/src/lib.rs"
+    ));
+    assert!(is_rust_library_source(
+        "/rustc/abc/library/core/src/ptr/mod.rs"
+    ));
+    for rust in [
+        "alloc::vec::from_elem",
+        "<alloc::raw_vec::RawVecInner>::try_allocate_in",
+        "<u8 as alloc::vec::spec_from_elem::SpecFromElem>::from_elem",
+        "std::panicking::catch_unwind::do_call::<ext::f::{closure#0}, usize>",
+        "__rust_alloc",
+        "__rdl_alloc",
+    ] {
+        assert!(names::is_rust_runtime_name(rust), "{rust}");
+    }
+    for not in [
+        "ext::leak_box",
+        "<ext::Holder as core::ops::Drop>::drop",
+        "alloc_buffer",
+    ] {
+        assert!(!names::is_rust_runtime_name(not), "{not}");
+    }
+}

@@ -166,6 +166,7 @@ fn recycled_note_counts_lost_python_blocks_from_free_list_allocators() {
         line: None,
         ip: None,
         user: false,
+        generated: None,
     };
     let mut tuple = grew("Leak_DefinitelyLost", Some("python"), "t", 1);
     tuple.stack = vec![frame("malloc"), frame("gc_alloc"), frame("PyTuple_New")];

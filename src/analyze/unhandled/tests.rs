@@ -11,6 +11,7 @@ fn frame(func: &str, obj: &str, file: &str, line: u32, ip: &str) -> FrameOut {
         line: Some(line),
         ip: Some(ip.into()),
         user: true,
+        generated: None,
     }
 }
 

@@ -53,6 +53,13 @@ pub(super) fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, con
         esc(f.kind.as_str()),
         esc(&amount(f))
     );
+    if f.at_import {
+        let _ = write!(
+            o,
+            "<span class=\"tag\" title=\"{}\">made once at import</span>",
+            esc(crate::analyze::import_time::GROUP)
+        );
+    }
     if !gated {
         o.push_str("<span class=\"tag\">reported, not gated</span>");
     }
@@ -77,6 +84,10 @@ pub(super) fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, con
                 .map(basename)
                 .unwrap_or("???")
                 .to_string(),
+        };
+        let place = match crate::render::ci::generated_text(loc.generated.as_ref()) {
+            Some(g) => format!("{place} ({g})"),
+            None => place,
         };
         let _ = writeln!(
             o,
@@ -234,10 +245,14 @@ pub(super) fn frame_html(i: usize, fr: &FrameOut) -> String {
     match (&fr.file, fr.line) {
         (Some(file), Some(l)) => {
             let full = fr.path.as_deref().unwrap_or(file);
+            let full = match crate::render::ci::generated_text(fr.generated.as_ref()) {
+                Some(g) => format!("{full} ({g})"),
+                None => full.to_string(),
+            };
             let _ = write!(
                 s,
                 " <span class=\"at\" title=\"{}\">{}:{l}</span>",
-                esc(full),
+                esc(&full),
                 esc(basename(file))
             );
         }

@@ -178,7 +178,7 @@ pub(crate) fn has_pybind11(py: &Path) -> bool {
     python_can_import(py, "setuptools, pybind11")
 }
 
-fn python_can_import(py: &Path, modules: &str) -> bool {
+pub(crate) fn python_can_import(py: &Path, modules: &str) -> bool {
     Command::new(py)
         .args(["-c", &format!("import {modules}")])
         .output()
@@ -204,7 +204,14 @@ pub(crate) fn build_python_ext_with(py: &Path, kind: &str, out_dir: &Path) -> Pa
     assert!(
         matches!(
             kind,
-            "cpython" | "pybind11" | "freelists" | "gcleaks" | "library_calls" | "arena"
+            "cpython"
+                | "pybind11"
+                | "freelists"
+                | "gcleaks"
+                | "library_calls"
+                | "import_time"
+                | "nanobind"
+                | "arena"
         ),
         "unknown extension kind {kind:?}"
     );

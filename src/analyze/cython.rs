@@ -1,0 +1,449 @@
+//! Cython: a user finding in C or C++ code Cython generated is named at the
+//! `.pyx` line it was generated from, in the Python-level function, with
+//! the generated file and line kept beside them (`location.generated`).
+//!
+//! Cython writes a marker comment above the code of each statement:
+//!
+//! ```text
+//!   /* "leaky.pyx":12
+//!  * def leak_def(int n):
+//!  *     b = PyBytes_FromStringAndSize(NULL, n)             # <<<<<<<<<<<<<<
+//!  *     Py_INCREF(b)
+//! */
+//! ```
+//!
+//! A generated line belongs to the nearest marker above it in the same C
+//! function: a statement's marker (indented) holds up to the end of its
+//! function (a `}` in column 0); a function's marker (column 0, above the
+//! argument-parsing wrapper and the implementation) holds for the code
+//! outside statements up to the next marker, across the functions Cython
+//! writes for one Python function (a `cpdef`'s C implementation is followed
+//! by its wrapper without a marker of its own); a `Code section` comment
+//! ends any. The Python-level name is the one Cython gives the
+//! function's traceback (`__Pyx_AddTraceback("leaky.Holder.leak_cpdef"`),
+//! or another C function's under the same function marker (a special
+//! method's slot wrapper has none), else its RefNanny context, else the `def`/`cdef`/`cpdef` line of the
+//! last marker. The `.pyx` is looked for next to the generated file and
+//! under its parent directories; when it is absent the finding still names
+//! it, and its source line is the copy Cython wrote into the marker.
+//!
+//! The fingerprint is not touched: it is made of the generated functions'
+//! names before this stage runs, so baselines stay valid.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::report::{Finding, FrameOut, GeneratedCode, Location};
+
+/// What Cython appends to the marked line in its comment.
+const MARK: &str = "# <<<<<<<<<<<<<<";
+
+/// Cython's escapes of comment delimiters in its copy of the source.
+const ESCAPES: [(&str, &str); 2] = [
+    ("*[inserted by cython to avoid comment closer]/", "*/"),
+    ("/[inserted by cython to avoid comment start]*", "/*"),
+];
+
+/// One `/* "leaky.pyx":12` marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Marker {
+    file: String,
+    line: u32,
+    /// The marked source line as Cython copied it into the comment.
+    text: Option<String>,
+}
+
+/// Generated lines `from..=to` belong to `marker`, inside C function `span`.
+#[derive(Debug)]
+struct Region {
+    from: u32,
+    to: u32,
+    marker: usize,
+    span: usize,
+    /// The last `def`/`cdef`/`cpdef` line a marker showed, up to here.
+    def_name: Option<String>,
+    /// The function marker (column 0) in force, if any.
+    top: Option<usize>,
+}
+
+/// A parsed Cython-generated file.
+#[derive(Debug, Default)]
+pub struct CythonFile {
+    markers: Vec<Marker>,
+    regions: Vec<Region>,
+    /// Per C function (between two `}` in column 0): the traceback name,
+    /// and the RefNanny context name.
+    traceback: Vec<Option<String>>,
+    nanny: Vec<Option<String>>,
+}
+
+/// Where a generated line came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapped {
+    /// The source file as the marker names it (`leaky.pyx`, `pkg/mod.pyx`).
+    pub file: String,
+    pub line: u32,
+    /// The Python-level function (`leaky.Holder.leak_cpdef`).
+    pub function: Option<String>,
+    /// The marked source line, as Cython copied it into the comment.
+    pub text: Option<String>,
+}
+
+/// `/* "leaky.pyx":12` → ("leaky.pyx", 12).
+fn parse_marker(line: &str) -> Option<(String, u32)> {
+    let rest = line.trim_start().strip_prefix("/* \"")?;
+    let (file, num) = rest.rsplit_once("\":")?;
+    let num = num.trim_end();
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) || file.is_empty() {
+        return None;
+    }
+    Some((file.to_string(), num.parse().ok()?))
+}
+
+/// The string argument of `call` on this line: `__Pyx_AddTraceback("a.b"` → `a.b`.
+fn call_arg<'a>(line: &'a str, call: &str) -> Option<&'a str> {
+    let at = line.find(call)?;
+    let rest = line[at + call.len()..].strip_prefix("(\"")?;
+    let end = rest.find('"')?;
+    Some(&rest[..end]).filter(|s| !s.is_empty())
+}
+
+/// The name a `def`/`cdef`/`cpdef` line defines: the word before its `(`.
+fn def_line_name(src: &str) -> Option<String> {
+    let t = src.trim_start();
+    let t = t.strip_prefix("async ").unwrap_or(t);
+    if !["def ", "cdef ", "cpdef "].iter().any(|k| t.starts_with(k)) {
+        return None;
+    }
+    let head = &t[..t.find('(')?];
+    let name = head
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .next()?;
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+/// Whether the text is a file Cython generated (its first lines say so).
+pub fn is_cython(text: &str) -> bool {
+    text.lines()
+        .take(3)
+        .any(|l| l.contains("Generated by Cython"))
+}
+
+impl CythonFile {
+    /// Parses a generated file; `None` when Cython did not write it.
+    pub fn parse(text: &str) -> Option<CythonFile> {
+        if !is_cython(text) {
+            return None;
+        }
+        let mut p = Parser::default();
+        p.out.traceback.push(None);
+        p.out.nanny.push(None);
+        let mut last = 0;
+        for (i, line) in text.lines().enumerate() {
+            let n = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            p.line(n, line);
+            last = n;
+        }
+        p.close(last);
+        Some(p.out)
+    }
+
+    /// Where generated line `line` came from, if a marker covers it (code
+    /// Cython wrote for itself, and its `(tree fragment)` code, is not
+    /// mapped).
+    pub fn map(&self, line: u32) -> Option<Mapped> {
+        let i = self.regions.partition_point(|r| r.from <= line);
+        let r = self.regions.get(i.checked_sub(1)?)?;
+        if line > r.to {
+            return None;
+        }
+        let m = &self.markers[r.marker];
+        if m.file.starts_with('(') {
+            return None;
+        }
+        // A C function without a traceback of its own (a special method's
+        // slot wrapper) takes the one of a function under the same marker.
+        let of_top = || {
+            let top = r.top?;
+            self.regions
+                .iter()
+                .filter(|o| o.top == Some(top))
+                .find_map(|o| self.traceback[o.span].clone())
+        };
+        let function = self.traceback[r.span]
+            .clone()
+            .or_else(of_top)
+            .or_else(|| self.nanny[r.span].clone())
+            .or_else(|| r.def_name.clone());
+        Some(Mapped {
+            file: m.file.clone(),
+            line: m.line,
+            function,
+            text: m.text.clone(),
+        })
+    }
+}
+
+/// The state of one pass over a generated file.
+#[derive(Default)]
+struct Parser {
+    out: CythonFile,
+    /// The marker in force: (marker, first line).
+    cur: Option<(usize, u32)>,
+    /// The last function marker (written in column 0) of this code section.
+    top: Option<usize>,
+    /// Inside a marker's comment.
+    in_comment: bool,
+    def_name: Option<String>,
+    span: usize,
+}
+
+impl Parser {
+    /// Ends the region of the marker in force at line `to`.
+    fn close(&mut self, to: u32) {
+        if let Some((marker, from)) = self.cur
+            && from <= to
+        {
+            self.out.regions.push(Region {
+                from,
+                to,
+                marker,
+                span: self.span,
+                def_name: self.def_name.clone(),
+                top: self.top,
+            });
+        }
+    }
+
+    fn line(&mut self, n: u32, line: &str) {
+        if self.in_comment {
+            let t = line.trim_start();
+            if t.starts_with("*/") {
+                self.in_comment = false;
+            } else if let Some(src) = t
+                .strip_prefix('*')
+                .and_then(|b| b.trim_end().strip_suffix(MARK))
+            {
+                let mut src = src.strip_prefix(' ').unwrap_or(src).trim_end().to_string();
+                for (from, to) in ESCAPES {
+                    src = src.replace(from, to);
+                }
+                if let Some(d) = def_line_name(&src) {
+                    self.def_name = Some(d);
+                }
+                if let Some((m, _)) = self.cur {
+                    self.out.markers[m].text = Some(src);
+                }
+            }
+            return;
+        }
+        if let Some((file, pyx_line)) = parse_marker(line) {
+            self.close(n.saturating_sub(1));
+            self.out.markers.push(Marker {
+                file,
+                line: pyx_line,
+                text: None,
+            });
+            let m = self.out.markers.len() - 1;
+            if !line.starts_with(char::is_whitespace) {
+                self.top = Some(m);
+            }
+            self.cur = Some((m, n));
+            self.in_comment = true;
+            return;
+        }
+        if line.starts_with("/* #### Code section:") {
+            self.close(n.saturating_sub(1));
+            self.cur = None;
+            self.top = None;
+            self.def_name = None;
+            return;
+        }
+        let traceback = call_arg(line, "__Pyx_AddTraceback")
+            .or_else(|| call_arg(line, "__Pyx_WriteUnraisable"));
+        let span = self.span;
+        if let Some(name) = traceback
+            && self.out.traceback[span].is_none()
+        {
+            self.out.traceback[span] = Some(name.to_string());
+        }
+        if let Some(name) = call_arg(line, "__Pyx_RefNannySetupContext")
+            && self.out.nanny[span].is_none()
+        {
+            self.out.nanny[span] = Some(name.trim_end_matches(" (wrapper)").to_string());
+        }
+        if line.starts_with('}') {
+            self.close(n);
+            self.cur = self.top.map(|m| (m, n.saturating_add(1)));
+            self.span += 1;
+            self.out.traceback.push(None);
+            self.out.nanny.push(None);
+        }
+    }
+}
+
+/// Source files whose names may be Cython's output.
+fn may_be_generated(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("c" | "cpp" | "cc" | "cxx")
+    )
+}
+
+/// The first bytes of a file (where Cython says it wrote it).
+fn head(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut buf = Vec::new();
+    f.take(512).read_to_end(&mut buf).ok()?;
+    Some(buf)
+}
+
+/// The `.pyx` a marker names, for a generated file at `generated`: the
+/// marker's path under the generated file's directory or one of its
+/// parents (Cython writes it relative to where it ran), else next to the
+/// generated file. `(path, found)`.
+fn find_source(generated: &Path, marker: &str) -> (PathBuf, bool) {
+    let rel = Path::new(marker);
+    let dir = generated.parent().unwrap_or(Path::new(""));
+    if rel.is_absolute() {
+        return (rel.to_path_buf(), rel.is_file());
+    }
+    for a in dir.ancestors() {
+        let p = a.join(rel);
+        if p.is_file() {
+            return (p, true);
+        }
+    }
+    let beside = dir.join(rel.file_name().unwrap_or(rel.as_os_str()));
+    let found = beside.is_file();
+    (beside, found)
+}
+
+/// Maps the user findings' generated locations and frames, reading each
+/// generated file once.
+#[derive(Default)]
+pub struct CythonMapper {
+    files: HashMap<PathBuf, Option<CythonFile>>,
+    sources: HashMap<(PathBuf, String), (PathBuf, bool)>,
+}
+
+/// A mapped place: the fields to set and the generated code they replace.
+struct Place {
+    function: Option<String>,
+    file: String,
+    path: String,
+    line: u32,
+    generated: GeneratedCode,
+    text: Option<String>,
+}
+
+impl CythonMapper {
+    fn file(&mut self, path: &Path) -> Option<&CythonFile> {
+        if !may_be_generated(path) {
+            return None;
+        }
+        self.files
+            .entry(path.to_path_buf())
+            .or_insert_with(|| {
+                // Most C files are not Cython's: their first lines say so
+                // before the whole file is read.
+                if !is_cython(&String::from_utf8_lossy(&head(path)?)) {
+                    return None;
+                }
+                let bytes = super::sources::read_source(path)?;
+                CythonFile::parse(&String::from_utf8_lossy(&bytes))
+            })
+            .as_ref()
+    }
+
+    /// The mapped place of generated code at `path:line`, if Cython wrote it.
+    fn place(
+        &mut self,
+        path: &str,
+        line: u32,
+        file: Option<&str>,
+        function: Option<&str>,
+    ) -> Option<Place> {
+        let gen_path = PathBuf::from(path);
+        let m = self.file(&gen_path)?.map(line)?;
+        let (src, found) = self
+            .sources
+            .entry((gen_path.clone(), m.file.clone()))
+            .or_insert_with(|| find_source(&gen_path, &m.file))
+            .clone();
+        Some(Place {
+            function: m.function.or_else(|| function.map(str::to_string)),
+            file: m.file,
+            path: src.display().to_string(),
+            line: m.line,
+            generated: GeneratedCode {
+                generator: "cython".into(),
+                file: file.map(str::to_string),
+                path: Some(path.to_string()),
+                line: Some(line),
+                function: function.map(str::to_string),
+                source_found: found,
+            },
+            text: m.text,
+        })
+    }
+
+    /// Names a user finding's location and user frames at their `.pyx`
+    /// lines when Cython generated their code. Returns the source line to
+    /// show when the `.pyx` itself cannot be read (Cython's copy of it).
+    pub fn map_finding(&mut self, f: &mut Finding) -> Option<String> {
+        for fr in f.stack.iter_mut().filter(|fr| fr.user) {
+            self.map_frame(fr);
+        }
+        for a in &mut f.aux_stacks {
+            for fr in a.stack.iter_mut().filter(|fr| fr.user) {
+                self.map_frame(fr);
+            }
+        }
+        let loc = f.location.as_mut()?;
+        let p = self.map_location(loc)?;
+        (!p.generated.source_found).then_some(p.text).flatten()
+    }
+
+    fn map_location(&mut self, loc: &mut Location) -> Option<Place> {
+        if loc.generated.is_some() {
+            return None;
+        }
+        let p = self.place(
+            loc.path.as_deref()?,
+            loc.line?,
+            loc.file.as_deref(),
+            loc.function.as_deref(),
+        )?;
+        loc.function = p.function.clone();
+        loc.file = Some(p.file.clone());
+        loc.path = Some(p.path.clone());
+        loc.line = Some(p.line);
+        loc.generated = Some(p.generated.clone());
+        Some(p)
+    }
+
+    fn map_frame(&mut self, fr: &mut FrameOut) {
+        if fr.generated.is_some() {
+            return;
+        }
+        let (Some(path), Some(line)) = (fr.path.as_deref(), fr.line) else {
+            return;
+        };
+        let Some(p) = self.place(path, line, fr.file.as_deref(), fr.function.as_deref()) else {
+            return;
+        };
+        fr.function = p.function;
+        fr.file = Some(p.file);
+        fr.path = Some(p.path);
+        fr.line = Some(p.line);
+        fr.generated = Some(p.generated);
+    }
+}
+
+#[cfg(test)]
+mod tests;
