@@ -186,6 +186,32 @@ pub enum Format {
     Json,
 }
 
+/// `--engine`: what watches the target's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// Valgrind Memcheck: every leak kind, uninitialised values, the exact
+    /// reference (15-60x native).
+    Valgrind,
+    /// LeakSanitizer preloaded into the target: definite and indirect leaks
+    /// at close to native speed, nothing rebuilt.
+    Lsan,
+    /// AddressSanitizer's runtime preloaded, for extensions built with
+    /// -fsanitize=address: memory errors where they happen, and leaks.
+    Asan,
+}
+
+impl Engine {
+    /// The name used in reports and options.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Valgrind => "valgrind",
+            Engine::Lsan => "lsan",
+            Engine::Asan => "asan",
+        }
+    }
+}
+
 /// `--origins`: when Valgrind tracks where uninitialised values come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Origins {
@@ -310,6 +336,12 @@ pub struct CiArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub report: ReportArgs,
+    /// What watches the target: `valgrind` (Memcheck, the default and the exact reference), `lsan` (LeakSanitizer preloaded: leaks only, near native speed, nothing rebuilt) or `asan` (AddressSanitizer's runtime preloaded, for code built with -fsanitize=address: memory errors and leaks). See docs/engines.md.
+    #[arg(long, value_enum, value_name = "ENGINE", default_value_t = Engine::Valgrind)]
+    pub engine: Engine,
+    /// (lsan, asan) The sanitizer runtime to preload (default: found through gcc, then clang, then the usual library directories).
+    #[arg(long, value_name = "PATH")]
+    pub sanitizer_runtime: Option<PathBuf>,
     /// The valgrind executable to use (default: `valgrind` on PATH).
     #[arg(long, value_name = "PATH")]
     pub valgrind: Option<PathBuf>,

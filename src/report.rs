@@ -56,6 +56,46 @@ pub struct Report {
     /// was needed, what it covered and what it cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origins: Option<OriginsOut>,
+    /// The engine that watched the target when it was not Valgrind
+    /// (`--engine lsan|asan`, or sanitizer logs given to `analyze`);
+    /// absent for Valgrind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineOut>,
+}
+
+/// A sanitizer engine: which, and what it does not check that Valgrind
+/// does.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct EngineOut {
+    /// `lsan` or `asan`.
+    pub name: String,
+    /// The runtime preloaded into the target (run mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<String>,
+    /// What this engine does not check, one phrase each.
+    pub not_checked: Vec<String>,
+    /// Whether leak stacks were unwound exactly: `fast` (frame pointers
+    /// only), `exact` (`fast_unwind_on_malloc=0`, from the start or in the
+    /// re-run for stacks fast unwinding cut short).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwind: Option<String>,
+}
+
+impl EngineOut {
+    /// The engine's name and what it does not check, on one line.
+    pub fn line(&self) -> String {
+        let mut s = format!("engine: {}", self.name);
+        if let Some(r) = &self.runtime {
+            s.push_str(&format!(" ({r})"));
+        }
+        if let Some(u) = &self.unwind {
+            s.push_str(&format!(", {u} unwinding"));
+        }
+        if !self.not_checked.is_empty() {
+            s.push_str(&format!("; not checked: {}", self.not_checked.join(", ")));
+        }
+        s
+    }
 }
 
 /// `run --origins auto`: the run went without `--track-origins=yes`.

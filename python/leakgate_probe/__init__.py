@@ -238,9 +238,64 @@ def running_on_valgrind():
     return _on_valgrind
 
 
+#: What ends a checkpoint's report in a sanitizer's log (``--engine lsan``).
+SANITIZER_END = "leakgate-checkpoint-end"
+#: What a process line in a sanitizer's log starts with (pid, ppid, argv).
+PROCESS_PREFIX = "leakgate-process "
+
+_san = None  # (line, check) of the preloaded sanitizer runtime; False: none
+
+
+def _sanitizer():
+    """The preloaded sanitizer runtime's interface (``leakgate run --engine
+    lsan|asan``): ``(line, check)``, where ``line(bytes)`` writes a line into
+    the runtime's log (``__sanitizer_report_error_summary``) and ``check()``
+    reports every leak found so far and lets the process go on
+    (``__lsan_do_recoverable_leak_check``). ``None`` without one."""
+    global _san
+    if _san is None:
+        _san = False
+        if os.environ.get("LEAKGATE_ENGINE") in ("lsan", "asan"):
+            try:
+                lib = ctypes.CDLL(None)
+                line = lib.__sanitizer_report_error_summary
+                line.argtypes = [ctypes.c_char_p]
+                line.restype = None
+                check = lib.__lsan_do_recoverable_leak_check
+                check.restype = ctypes.c_int
+                _san = (line, check)
+            except (OSError, AttributeError):
+                pass
+    return _san or None
+
+
+def sanitizer_process_line(forked=False):
+    """Writes this process's pid, parent and argv into the sanitizer's log
+    (what Valgrind's XML says of every process); no-op without one."""
+    san = _sanitizer()
+    if san is None:
+        return
+    d = {"pid": os.getpid(), "ppid": os.getppid(), "argv": list(sys.argv), "forked": forked}
+    text = PROCESS_PREFIX + json.dumps(d, ensure_ascii=True, separators=(",", ":"))
+    san[0](text.replace("%", "\\u0025").encode("ascii"))
+
+
+def sanitizer_exit_check():
+    """The leak check of a process that ends without ``exit()`` (``os._exit``
+    in a forked multiprocessing child): LeakSanitizer's own runs from
+    ``atexit`` and never sees it."""
+    san = _sanitizer()
+    if san is None:
+        return
+    sanitizer_process_line()
+    gc.collect()
+    san[1]()
+
+
 def available():
-    """Whether checkpoints do anything here (running under Valgrind)."""
-    return running_on_valgrind() > 0
+    """Whether checkpoints do anything here (under Valgrind, or a preloaded
+    LeakSanitizer)."""
+    return running_on_valgrind() > 0 or _sanitizer() is not None
 
 
 def marker_text(
@@ -417,6 +472,24 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=
     if collect:
         gc.collect()
     _seq += 1
+    san = _sanitizer()
+    if san is not None:
+        # LeakSanitizer reports every leak found so far: the marker before
+        # the report, an end line after it, in the same log (leakgate takes
+        # the difference between consecutive reports).
+        text = marker_text(
+            label,
+            kind=kind,
+            rep=rep,
+            of=of,
+            seq=_seq,
+            freelists=_freelists if first else None,
+            index=index,
+        )
+        san[0](text.rstrip("\n").encode("ascii"))
+        san[1]()
+        san[0](SANITIZER_END.encode("ascii"))
+        return True
     _printf(
         marker_text(
             label,

@@ -5,6 +5,9 @@ first on ``PYTHONPATH``).
 Under Valgrind it first wraps CPython's arena allocator
 (``leakgate_probe.arena_install()``: the interpreter's frame-stack chunks
 become heap blocks Memcheck tracks; ``LEAKGATE_ARENA=keep`` leaves it).
+Under a preloaded sanitizer (``leakgate run --engine lsan|asan``) it writes
+the process's pid, parent and argv into the runtime's log and gives
+``os._exit`` a leak check (``_leakgate_sanitizer``).
 Then it registers one ``atexit`` function, which runs after every other one and
 arms ``leakgate_probe.gc_exit_arm()`` (leaks of objects the garbage
 collector still lists; nothing happens without Valgrind), then runs the
@@ -41,6 +44,32 @@ def _leakgate_arena():
         sys.stderr.write("leakgate_probe: %s: %s\n" % (type(e).__name__, e))
 
 
+def _leakgate_sanitizer():
+    # ``leakgate run --engine lsan|asan``: say who this process is in the
+    # runtime's log, and give ``os._exit`` (a forked multiprocessing child's
+    # way out, which skips LeakSanitizer's own exit check) a leak check.
+    if os.environ.get("LEAKGATE_ENGINE") not in ("lsan", "asan"):
+        return
+    try:
+        import leakgate_probe
+
+        leakgate_probe.sanitizer_process_line()
+        real_exit = os._exit
+
+        def _exit(code):
+            try:
+                leakgate_probe.sanitizer_exit_check()
+            finally:
+                real_exit(code)
+
+        os._exit = _exit
+        os.register_at_fork(
+            after_in_child=lambda: leakgate_probe.sanitizer_process_line(forked=True)
+        )
+    except Exception as e:  # never let the probe break the target's start
+        sys.stderr.write("leakgate_probe: %s: %s\n" % (type(e).__name__, e))
+
+
 def _leakgate_chain():
     import importlib.machinery
     import importlib.util
@@ -59,5 +88,6 @@ if os.environ.get("LEAKGATE_PROBE") == "1":
     import atexit
 
     _leakgate_arena()
+    _leakgate_sanitizer()
     atexit.register(_leakgate_at_exit)
 _leakgate_chain()

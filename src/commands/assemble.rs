@@ -128,6 +128,7 @@ pub(super) fn build_report(
         baseline: None,
         stopped: None,
         origins: None,
+        engine: None,
         per_test: analysis_per_test,
     }
 }

@@ -112,7 +112,7 @@ fn rerun(
     let mut exits = out.exits.clone();
     exits.insert(u64::from(out.pid), out.exit.clone());
     let _ = analyze::analyze_files_with(
-        &out.xml_files,
+        &out.reports,
         attributor,
         suppressor,
         &exits,
@@ -120,7 +120,7 @@ fn rerun(
         analyze::Options::default(),
     )?;
     out.end_progress();
-    if out.xml_files.is_empty() {
+    if out.reports.is_empty() {
         // The first run's findings stand; they keep no origin (the note
         // says how many).
         eprintln!(

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::cli::{
-    AnalyzeArgs, AnnotationsChoice, ColorChoice, Format, MergeArgs, Origins, ReportArgs, RunArgs,
+    AnalyzeArgs, AnnotationsChoice, ColorChoice, Engine, Format, MergeArgs, Origins, ReportArgs, RunArgs,
     SuppressArgs,
 };
 use crate::gate::policy::FailOn;
@@ -87,6 +87,8 @@ pub struct Settings {
     pub annotations: Option<AnnotationsChoice>,
     pub repo_root: Option<PathBuf>,
     pub valgrind: Option<PathBuf>,
+    pub engine: Option<Engine>,
+    pub sanitizer_runtime: Option<PathBuf>,
     pub num_callers: Option<u32>,
     pub show_leak_kinds: Option<String>,
     pub per_test: Option<bool>,
@@ -156,6 +158,8 @@ struct Raw {
     annotations: S<String>,
     repo_root: S<String>,
     valgrind: S<String>,
+    engine: S<String>,
+    sanitizer_runtime: S<String>,
     num_callers: S<u32>,
     show_leak_kinds: S<List>,
     per_test: S<bool>,
@@ -492,6 +496,12 @@ fn validate(src: &Source, r: Raw) -> Result<Settings, ConfigError> {
     if let Some(v) = r.annotations {
         s.annotations = Some(value_enum(src, "annotations", v)?);
     }
+    if let Some(v) = r.engine {
+        s.engine = Some(value_enum(src, "engine", v)?);
+    }
+    if let Some(v) = r.sanitizer_runtime {
+        s.sanitizer_runtime = Some(src.path(v.get_ref()));
+    }
     if let Some(v) = r.origins {
         s.origins = Some(value_enum(src, "origins", v)?);
     }
@@ -635,6 +645,13 @@ fn apply_report(s: &Settings, m: &ArgMatches, a: &mut ReportArgs, scope: Scope) 
 pub fn apply_run(s: &Settings, m: &ArgMatches, a: &mut RunArgs) {
     apply_report(s, m, &mut a.report, Scope::Full);
     set_some(m, "valgrind", &mut a.valgrind, &s.valgrind);
+    set(m, "engine", &mut a.engine, &s.engine);
+    set_some(
+        m,
+        "sanitizer_runtime",
+        &mut a.sanitizer_runtime,
+        &s.sanitizer_runtime,
+    );
     set(m, "num_callers", &mut a.num_callers, &s.num_callers);
     set_some(
         m,

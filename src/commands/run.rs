@@ -46,6 +46,8 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         a.origins
     };
     let cfg = RunConfig {
+        engine: a.engine,
+        sanitizer_runtime: a.sanitizer_runtime.clone(),
         valgrind: a.valgrind.clone(),
         num_callers: a.num_callers,
         show_leak_kinds: a.show_leak_kinds.clone(),
@@ -75,7 +77,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     out.analysing();
     let mut notes = Vec::new();
     if let Some(dir) = &a.keep_xml {
-        for f in &out.xml_files {
+        for f in &out.reports {
             let dest = dir.join(f.file_name().unwrap_or_default());
             std::fs::copy(f, &dest)
                 .with_context(|| format!("cannot copy {} to {}", f.display(), dest.display()))?;
@@ -99,7 +101,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         );
     }
     let mut problems = Vec::new();
-    if out.xml_files.is_empty() {
+    if out.reports.is_empty() {
         problems
             .push("Valgrind wrote no XML report (it failed to start or was killed)".to_string());
     }
@@ -109,7 +111,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         hide_noise_reachable: out.added_reachable,
         origins: None,
     };
-    let xml_files = out.xml_files.clone();
+    let xml_files = out.reports.clone();
     let analyse = |observer, options| {
         analyze::analyze_files_with(
             &xml_files,

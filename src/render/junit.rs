@@ -372,6 +372,10 @@ fn properties(r: &Report) -> Vec<(String, String)> {
     if let Some(v) = &r.valgrind.version {
         p.push(("valgrind.version".into(), v.clone()));
     }
+    if let Some(e) = &r.engine {
+        p.push(("engine".into(), e.name.clone()));
+        p.push(("engine.not_checked".into(), e.not_checked.join(", ")));
+    }
     if let Some(pol) = &r.policy {
         p.push(("fail_on".into(), pol.fail_on.join(",")));
         if let Some(m) = pol.max_leaked_bytes {

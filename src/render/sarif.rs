@@ -68,6 +68,9 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
             }
         },
     });
+    if let Some(e) = &r.engine {
+        run["properties"]["leakgate"]["engine"] = json!(e);
+    }
     if let Some(root) = ctx.repo_root {
         run["originalUriBaseIds"] = json!({
             "%SRCROOT%": {

@@ -163,6 +163,10 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         (None, Some(p)) => format!("valgrind (XML protocol {p})"),
         (None, None) => "valgrind (version unknown)".into(),
     };
+    let vg = match &r.engine {
+        Some(e) => e.name.clone(),
+        None => vg,
+    };
     let _ = writeln!(
         o,
         "{} {} · {} · {}",
@@ -180,6 +184,9 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         let _ = writeln!(o, "target: {} ({exit})", r.command.join(" "));
     } else {
         let _ = writeln!(o, "analysed: {}", r.command.join(" "));
+    }
+    if let Some(e) = &r.engine {
+        let _ = writeln!(o, "{}", e.line());
     }
     for e in &r.environment {
         let _ = writeln!(o, "environment: {e}");

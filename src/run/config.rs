@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::progress::{self, ProgressMode};
+use crate::cli::Engine;
 use crate::model::ExitStatus;
 use crate::report::StoppedOut;
 
@@ -20,6 +21,24 @@ pub enum RunError {
         "valgrind not found at {0}; install it (Debian/Ubuntu: apt-get install valgrind) or fix --valgrind"
     )]
     ValgrindPathMissing(PathBuf),
+    #[error(
+        "the {engine} runtime was not found ({what}); install it (Debian/Ubuntu: apt-get install {package}) or pass --sanitizer-runtime PATH"
+    )]
+    RuntimeMissing {
+        engine: &'static str,
+        what: String,
+        package: &'static str,
+    },
+    #[error("--sanitizer-runtime {0}: no such file")]
+    RuntimePathMissing(PathBuf),
+    #[error(
+        "{path} is statically linked: a preloaded {engine} runtime cannot reach it; run it with --engine valgrind, or link it dynamically"
+    )]
+    StaticTarget { path: PathBuf, engine: &'static str },
+    #[error(
+        "{path} is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it, so --engine {engine} cannot watch it; run it with --engine valgrind"
+    )]
+    SetuidTarget { path: PathBuf, engine: &'static str },
     #[error("target not found: {0}")]
     TargetMissing(String),
     #[error("cannot start valgrind ({path}): {err}")]
@@ -58,6 +77,14 @@ pub enum PerTest {
 /// How to run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
+    /// What watches the target (`--engine`).
+    pub engine: Engine,
+    /// `--sanitizer-runtime`: the runtime to preload (lsan, asan).
+    pub sanitizer_runtime: Option<PathBuf>,
+    /// (lsan, asan) Unwind every allocation's stack exactly
+    /// (`fast_unwind_on_malloc=0`): the re-run for stacks that fast
+    /// unwinding cut short in code without frame pointers.
+    pub slow_unwind: bool,
     pub valgrind: Option<PathBuf>,
     pub num_callers: u32,
     /// `--show-leak-kinds` as given; `None`: [`DEFAULT_SHOW_LEAK_KINDS`],
@@ -94,6 +121,9 @@ impl RunConfig {
     /// A configuration with the defaults of `leakgate run` for `cmd`.
     pub fn new(cmd: Vec<String>) -> RunConfig {
         RunConfig {
+            engine: Engine::Valgrind,
+            sanitizer_runtime: None,
+            slow_unwind: false,
             valgrind: None,
             num_callers: 40,
             show_leak_kinds: None,
@@ -118,8 +148,13 @@ impl RunConfig {
 pub struct RunOutcome {
     /// Private directory holding the XML and log files (removed on drop).
     pub dir: tempfile::TempDir,
-    pub xml_files: Vec<PathBuf>,
-    /// Valgrind's text log(s), concatenated (shown when something failed).
+    /// The engine's report files: Valgrind's XML, or the sanitizer's
+    /// per-process logs.
+    pub reports: Vec<PathBuf>,
+    /// The engine that ran.
+    pub engine: Engine,
+    /// Valgrind's text log(s) (or what the sanitizer runtime wrote to the
+    /// target's stderr), concatenated (shown when something failed).
     pub log: String,
     pub exit: ExitStatus,
     /// The pid of the process leakgate started (valgrind's pid is the target's).

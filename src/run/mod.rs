@@ -1,6 +1,11 @@
-//! Stage 1 of the pipeline: run the target under Valgrind Memcheck.
+//! Stage 1 of the pipeline: run the target under an engine that watches its
+//! memory: Valgrind Memcheck (`valgrind`, the default) or a sanitizer
+//! runtime preloaded into it (`sanitizer`: `--engine lsan|asan`). One
+//! engine per module; both hand back the same [`RunOutcome`] (the report
+//! files, how every process ended), and [`launch`] starts and supervises
+//! either.
 //!
-//! Finds valgrind, builds its command line (one XML file per process,
+//! The Valgrind engine finds valgrind, builds its command line (one XML file per process,
 //! `vg.%p.%n.xml`, into a private temporary directory; child processes
 //! traced by default), sets `PYTHONMALLOC=malloc` for Python targets (and
 //! for pytest targets puts the `leakgate_probe` package on `PYTHONPATH`
@@ -15,8 +20,9 @@
 //! after `--kill-after`. leakgate is the subreaper of the run, waits for
 //! the children that outlive the target, and draws the progress line.
 //!
-//! Files: this one (the configuration, the outcome, [`run`] putting the
-//! steps together, the version check), `target` (finding Valgrind and the
+//! Files: this one ([`run`] choosing the engine, [`launch`]), `valgrind`
+//! (the Valgrind engine, the version check), `sanitizer` (the sanitizer
+//! engines), `config` (the configuration, the outcome, the errors), `target` (finding Valgrind and the
 //! target), `command` (Valgrind's options, the target's environment,
 //! [`crate::util::shell_join`]), `files` (the private directory and the XML files in
 //! it), `supervise` (waiting, timeouts, forwarded signals), `children`
@@ -32,8 +38,10 @@ mod passcred;
 pub mod progress;
 pub mod signals;
 pub mod stderr;
+mod sanitizer;
 mod supervise;
 mod target;
+mod valgrind;
 
 use std::path::Path;
 use std::process::Command;
@@ -41,6 +49,7 @@ use std::time::{Duration, Instant};
 
 use crate::model::ExitStatus;
 pub use config::{DEFAULT_SHOW_LEAK_KINDS, PerTest, RunConfig, RunError, RunOutcome};
+pub use sanitizer::{LSAN_EXIT_CODE, find_runtime};
 pub use progress::ProgressMode;
 pub use signals::signal_name;
 pub use supervise::{exit_status, parse_duration};
@@ -49,91 +58,37 @@ pub use target::{
     valgrind_lib_for, valgrind_version,
 };
 
-/// Runs the target under valgrind and waits for it.
+/// Runs the target under the engine `cfg.engine` names and waits for it.
 pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
-    let valgrind = find_valgrind(cfg.valgrind.as_deref())?;
-    let target = resolve_target(&cfg.cmd[0])?;
-    let mut target_argv = cfg.cmd.clone();
-    let mut environment = Vec::new();
-    if let Some(real) = target::unwrap_python_shim(&cfg.cmd[0], &target) {
-        environment.push(format!(
-            "{} is a wrapper script ({}); running the interpreter it selects: {}",
-            cfg.cmd[0],
-            target.display(),
-            real.display()
-        ));
-        target_argv[0] = real.display().to_string();
+    match cfg.engine {
+        crate::cli::Engine::Valgrind => valgrind::run(cfg),
+        crate::cli::Engine::Lsan | crate::cli::Engine::Asan => sanitizer::run(cfg),
     }
-    // Only for an explicit --valgrind: the one on PATH is at its prefix.
-    let valgrind_lib = cfg
-        .valgrind
-        .as_ref()
-        .and_then(|_| valgrind_lib_for(&valgrind));
-    let version = target::valgrind_version_with(&valgrind, valgrind_lib.as_deref());
-    check_version(&valgrind, version.as_deref(), cfg)?;
-    let dir = files::private_dir()?;
-    let xml = files::xml_pattern(dir.path(), version.as_deref());
-    let pytest = is_pytest_target(&cfg.cmd);
-    let per_test = match cfg.per_test {
-        PerTest::Auto => pytest,
-        PerTest::On => true,
-        PerTest::Off => false,
-    };
-    if cfg.repeat > 1 && !per_test {
-        return Err(RunError::RepeatWithoutPerTest(cfg.repeat));
-    }
-    // Checkpoints follow blocks that are still reachable at one snapshot
-    // and lost at a later one, and report containers that grow while
-    // reachable: Valgrind must show reachable blocks too.
-    let added_reachable = per_test && cfg.show_leak_kinds.is_none();
-    let show_leak_kinds = match &cfg.show_leak_kinds {
-        Some(kinds) => kinds.as_str(),
-        None if added_reachable => "all",
-        None => DEFAULT_SHOW_LEAK_KINDS,
-    };
-    let args = command::valgrind_args(cfg, &xml, show_leak_kinds);
-    // pytest-xdist: the controller runs no test; it runs natively and the
-    // plugin starts each worker under Valgrind (a core and Valgrind's
-    // start-up saved for the workers).
-    let xdist = per_test && is_xdist_target(&cfg.cmd);
-    let mut cmd = if xdist {
-        let mut c = Command::new(&target_argv[0]);
-        c.args(&target_argv[1..]);
-        command::set_xdist_workers(&mut c, &mut environment, &valgrind, &args);
-        c
-    } else {
-        let mut c = Command::new(&valgrind);
-        c.args(&args).args(&target_argv);
-        c
-    };
-    if let Some(lib) = &valgrind_lib {
-        command::set_valgrind_lib(&mut cmd, &mut environment, lib, &valgrind);
-    }
-    if is_python_target(&cfg.cmd[0], &target) {
-        command::set_python_malloc(&mut cmd, &mut environment);
-    }
-    // The probe goes into every Python target: its `sitecustomize` arms
-    // the exit hook that shows leaks of objects the garbage collector
-    // lists, and with checkpoints its pytest plugin takes them.
-    let python = is_python_target(&cfg.cmd[0], &target);
-    if per_test || python {
-        let probe =
-            crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
-        command::set_probe(&mut cmd, &mut environment, &probe, pytest, per_test, cfg);
-    }
-    let valgrind_command = if xdist {
-        // The controller runs natively; each worker under this command.
-        command::command_text(
-            &valgrind,
-            &args,
-            &["<each pytest-xdist worker>".to_string()],
-        )
-    } else {
-        command::command_text(&valgrind, &args, &target_argv)
-    };
+}
+
+/// What [`launch`] saw: how the started process and its group ended, and
+/// what their standard error said.
+struct Launched {
+    pid: u32,
+    exit: ExitStatus,
+    sup: supervise::Supervised,
+    seen: stderr::Seen,
+    progress: Option<progress::Progress>,
+}
+
+/// Starts `cmd` (whose program is `program`, for errors) in a process group
+/// of its own with its stderr watched, draws the progress line over `dir`
+/// (where the report files appear), and supervises it to the end
+/// (timeouts, forwarded signals, orphans reaped).
+fn launch(
+    mut cmd: Command,
+    program: &Path,
+    dir: &Path,
+    cfg: &RunConfig,
+) -> Result<Launched, RunError> {
     let term = progress::new_term();
     let mut watcher = stderr::Watcher::new().map_err(|e| RunError::Spawn {
-        path: valgrind.clone(),
+        path: program.to_path_buf(),
         err: e,
     })?;
     cmd.stderr(watcher.child_stdio());
@@ -146,7 +101,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     let guard = signals::install();
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| RunError::Spawn {
-        path: valgrind.clone(),
+        path: program.to_path_buf(),
         err: e,
     })?;
     drop(cmd); // our copy of the child's stderr: EOF comes when the children close theirs
@@ -161,7 +116,7 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         }
     };
     let progress =
-        show_progress.then(|| progress::Progress::start(dir.path().to_path_buf(), term.clone()));
+        show_progress.then(|| progress::Progress::start(dir.to_path_buf(), term.clone()));
     let sup = supervise::supervise(&mut child, cfg, started);
     drop(guard);
     drop(child);
@@ -177,64 +132,13 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         .get(&u64::from(pid))
         .cloned()
         .unwrap_or(ExitStatus::Code(-1));
-    let xml_files = files::xml_files(dir.path());
-    let mut log_text = String::new();
-    for l in &seen.valgrind_log {
-        log_text.push_str(l);
-        log_text.push('\n');
-    }
-    let mut cuda_ipc: Vec<(u64, String, u64)> = seen
-        .cuda_ipc
-        .into_iter()
-        .map(|(p, (l, n))| (p, l, n))
-        .collect();
-    cuda_ipc.sort();
-    Ok(RunOutcome {
-        dir,
-        xml_files,
-        log: log_text,
-        exit,
+    Ok(Launched {
         pid,
-        valgrind_version: version,
-        valgrind_path: valgrind,
-        environment,
-        valgrind_command,
-        exits: sup.exits,
-        stopped: sup.stopped,
-        stopped_children: sup.stopped_children,
-        cuda_ipc,
-        unhandled: seen.unhandled,
-        log_shown: false,
+        exit,
+        sup,
+        seen,
         progress,
-        per_test,
-        added_reachable,
     })
-}
-
-/// Refuses what this Valgrind cannot do, before anything runs: `--track-fds`
-/// before 3.23 (descriptor errors go to the text log only), a
-/// `--num-callers` outside what it accepts. An unknown version passes.
-fn check_version(valgrind: &Path, version: Option<&str>, cfg: &RunConfig) -> Result<(), RunError> {
-    use crate::versions::{FD_ERRORS_IN_XML, MAX_NUM_CALLERS, VgVersion, min_num_callers};
-    let Some(v) = version.and_then(VgVersion::parse) else {
-        return Ok(());
-    };
-    if cfg.track_fds && !v.at_least(FD_ERRORS_IN_XML.0, FD_ERRORS_IN_XML.1) {
-        return Err(RunError::TrackFdsTooOld {
-            path: valgrind.to_path_buf(),
-            version: v.to_string(),
-        });
-    }
-    let min = min_num_callers(v);
-    if !(min..=MAX_NUM_CALLERS).contains(&cfg.num_callers) {
-        return Err(RunError::NumCallers {
-            n: cfg.num_callers,
-            version: v.to_string(),
-            min,
-            max: MAX_NUM_CALLERS,
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

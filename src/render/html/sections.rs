@@ -399,7 +399,10 @@ pub(super) fn run_section(o: &mut String, r: &Report) {
         (None, Some(p)) => format!("version unknown (XML protocol {p})"),
         (None, None) => "version unknown".into(),
     };
-    fact("Valgrind", esc(&vg));
+    match &r.engine {
+        Some(e) => fact("Engine", esc(e.line().trim_start_matches("engine: "))),
+        None => fact("Valgrind", esc(&vg)),
+    }
     if !r.valgrind_command.is_empty() {
         fact(
             "Valgrind command",

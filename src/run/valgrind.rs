@@ -1,0 +1,164 @@
+//! The Valgrind engine: Memcheck with `--leak-check=full`, one XML file per
+//! process (`vg.%p.%n.xml`) in the private directory, children traced,
+//! `PYTHONMALLOC=malloc` and the probe for Python targets, pytest-xdist
+//! workers under Valgrind with a native controller; and the version check
+//! that refuses what this Valgrind cannot do before anything runs.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::config::{DEFAULT_SHOW_LEAK_KINDS, PerTest, RunConfig, RunError, RunOutcome};
+use super::{command, files, launch, target};
+use super::target::{find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target, valgrind_lib_for};
+
+/// Runs the target under Valgrind and waits for it.
+pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
+    let valgrind = find_valgrind(cfg.valgrind.as_deref())?;
+    let target = resolve_target(&cfg.cmd[0])?;
+    let mut target_argv = cfg.cmd.clone();
+    let mut environment = Vec::new();
+    if let Some(real) = target::unwrap_python_shim(&cfg.cmd[0], &target) {
+        environment.push(format!(
+            "{} is a wrapper script ({}); running the interpreter it selects: {}",
+            cfg.cmd[0],
+            target.display(),
+            real.display()
+        ));
+        target_argv[0] = real.display().to_string();
+    }
+    // Only for an explicit --valgrind: the one on PATH is at its prefix.
+    let valgrind_lib = cfg
+        .valgrind
+        .as_ref()
+        .and_then(|_| valgrind_lib_for(&valgrind));
+    let version = target::valgrind_version_with(&valgrind, valgrind_lib.as_deref());
+    check_version(&valgrind, version.as_deref(), cfg)?;
+    let dir = files::private_dir()?;
+    let xml = files::xml_pattern(dir.path(), version.as_deref());
+    let pytest = is_pytest_target(&cfg.cmd);
+    let per_test = match cfg.per_test {
+        PerTest::Auto => pytest,
+        PerTest::On => true,
+        PerTest::Off => false,
+    };
+    if cfg.repeat > 1 && !per_test {
+        return Err(RunError::RepeatWithoutPerTest(cfg.repeat));
+    }
+    // Checkpoints follow blocks that are still reachable at one snapshot
+    // and lost at a later one, and report containers that grow while
+    // reachable: Valgrind must show reachable blocks too.
+    let added_reachable = per_test && cfg.show_leak_kinds.is_none();
+    let show_leak_kinds = match &cfg.show_leak_kinds {
+        Some(kinds) => kinds.as_str(),
+        None if added_reachable => "all",
+        None => DEFAULT_SHOW_LEAK_KINDS,
+    };
+    let args = command::valgrind_args(cfg, &xml, show_leak_kinds);
+    // pytest-xdist: the controller runs no test; it runs natively and the
+    // plugin starts each worker under Valgrind (a core and Valgrind's
+    // start-up saved for the workers).
+    let xdist = per_test && is_xdist_target(&cfg.cmd);
+    let mut cmd = if xdist {
+        let mut c = Command::new(&target_argv[0]);
+        c.args(&target_argv[1..]);
+        command::set_xdist_workers(&mut c, &mut environment, &valgrind, &args);
+        c
+    } else {
+        let mut c = Command::new(&valgrind);
+        c.args(&args).args(&target_argv);
+        c
+    };
+    if let Some(lib) = &valgrind_lib {
+        command::set_valgrind_lib(&mut cmd, &mut environment, lib, &valgrind);
+    }
+    if is_python_target(&cfg.cmd[0], &target) {
+        command::set_python_malloc(&mut cmd, &mut environment);
+    }
+    // The probe goes into every Python target: its `sitecustomize` arms
+    // the exit hook that shows leaks of objects the garbage collector
+    // lists, and with checkpoints its pytest plugin takes them.
+    let python = is_python_target(&cfg.cmd[0], &target);
+    if per_test || python {
+        let probe =
+            crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
+        command::set_probe(&mut cmd, &mut environment, &probe, pytest, per_test, cfg);
+    }
+    let valgrind_command = if xdist {
+        // The controller runs natively; each worker under this command.
+        command::command_text(
+            &valgrind,
+            &args,
+            &["<each pytest-xdist worker>".to_string()],
+        )
+    } else {
+        command::command_text(&valgrind, &args, &target_argv)
+    };
+    let launched = launch(cmd, &valgrind, dir.path(), cfg)?;
+    let super::Launched {
+        pid,
+        exit,
+        sup,
+        seen,
+        progress,
+    } = launched;
+    let xml_files = files::xml_files(dir.path());
+    let mut log_text = String::new();
+    for l in &seen.valgrind_log {
+        log_text.push_str(l);
+        log_text.push('\n');
+    }
+    let mut cuda_ipc: Vec<(u64, String, u64)> = seen
+        .cuda_ipc
+        .into_iter()
+        .map(|(p, (l, n))| (p, l, n))
+        .collect();
+    cuda_ipc.sort();
+    Ok(RunOutcome {
+        dir,
+        reports: xml_files,
+        engine: crate::cli::Engine::Valgrind,
+        log: log_text,
+        exit,
+        pid,
+        valgrind_version: version,
+        valgrind_path: valgrind,
+        environment,
+        valgrind_command,
+        exits: sup.exits,
+        stopped: sup.stopped,
+        stopped_children: sup.stopped_children,
+        cuda_ipc,
+        unhandled: seen.unhandled,
+        log_shown: false,
+        progress,
+        per_test,
+        added_reachable,
+    })
+}
+
+/// Refuses what this Valgrind cannot do, before anything runs: `--track-fds`
+/// before 3.23 (descriptor errors go to the text log only), a
+/// `--num-callers` outside what it accepts. An unknown version passes.
+fn check_version(valgrind: &Path, version: Option<&str>, cfg: &RunConfig) -> Result<(), RunError> {
+    use crate::versions::{FD_ERRORS_IN_XML, MAX_NUM_CALLERS, VgVersion, min_num_callers};
+    let Some(v) = version.and_then(VgVersion::parse) else {
+        return Ok(());
+    };
+    if cfg.track_fds && !v.at_least(FD_ERRORS_IN_XML.0, FD_ERRORS_IN_XML.1) {
+        return Err(RunError::TrackFdsTooOld {
+            path: valgrind.to_path_buf(),
+            version: v.to_string(),
+        });
+    }
+    let min = min_num_callers(v);
+    if !(min..=MAX_NUM_CALLERS).contains(&cfg.num_callers) {
+        return Err(RunError::NumCallers {
+            n: cfg.num_callers,
+            version: v.to_string(),
+            min,
+            max: MAX_NUM_CALLERS,
+        });
+    }
+    Ok(())
+}
+
