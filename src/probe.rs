@@ -8,6 +8,14 @@
 /// What every marker's `<clientmsg>` text starts with.
 pub const MARKER_PREFIX: &str = "leakgate-checkpoint ";
 
+/// What ends a checkpoint's report in a sanitizer's log (the probe writes
+/// it after `__lsan_do_recoverable_leak_check`).
+pub const SANITIZER_END: &str = "leakgate-checkpoint-end";
+
+/// What a process line in a sanitizer's log starts with (`{"pid", "ppid",
+/// "argv", "forked"}` as JSON after it).
+pub const PROCESS_PREFIX: &str = "leakgate-process ";
+
 /// What the exit hook's `<clientmsg>` (`gcleaks.c`: how many objects the
 /// garbage collector listed, how many it took out of its lists) starts with.
 pub const GC_PREFIX: &str = "leakgate-gc ";

@@ -17,6 +17,7 @@ mod report;
 mod run;
 mod suppress_cmd;
 mod suppressions;
+mod unwind;
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -15,6 +15,7 @@ use crate::run::{self, RunConfig};
 
 /// `leakgate run [OPTIONS] -- CMD...`.
 pub(super) fn run(a: RunArgs) -> Result<i32> {
+    super::unwind::check_options(&a)?;
     let spec = user_spec(&a.report, Some(std::env::current_dir()?))?;
     let outputs = Outputs::prepare(
         &a.report,
@@ -40,7 +41,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     if a.repeat == 0 {
         bail!("--repeat 0: a test must run at least once");
     }
-    let origins_mode = if a.no_track_origins {
+    let origins_mode = if a.no_track_origins || a.engine != crate::cli::Engine::Valgrind {
         Origins::No
     } else {
         a.origins
@@ -71,11 +72,43 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         ..RunConfig::new(a.cmd.clone())
     };
     let mut out = run::run(&cfg)?;
+    let mut notes = Vec::new();
+    let mut exact = cfg.slow_unwind;
+    if out.engine != crate::cli::Engine::Valgrind && !exact {
+        // Leaks whose fast-unwound stacks were cut short with none of the
+        // user's frames left: judged only after an exact re-run.
+        let (obs, seen) = super::unwind::cut_observer(cfg.num_callers as usize);
+        analyze::analyze_files_with(
+            &out.reports,
+            Attributor::new(spec.clone()),
+            suppressor.clone(),
+            &HashMap::new(),
+            Some(obs),
+            analyze::Options::default(),
+        )?;
+        let (cut, first) = seen.lock().expect("cut observer").clone();
+        if cut > 0 {
+            let started = std::time::Instant::now();
+            out.end_progress();
+            let exact_cfg = RunConfig {
+                slow_unwind: true,
+                ..cfg.clone()
+            };
+            out = run::run(&exact_cfg)?;
+            exact = true;
+            notes.push(format!(
+                "{cut} leak stack{} cut short by fast unwinding in code without frame pointers{}, with none of your frames left: re-ran with exact unwinding (fast_unwind_on_malloc=0, {:.1}s); this report is that run's",
+                if cut == 1 { " was" } else { "s were" },
+                first.map_or_else(String::new, |f| format!(" (the first in {f})")),
+                started.elapsed().as_secs_f64()
+            ));
+        }
+    }
+    notes.extend(super::unwind::runtime_exit(&out));
     if let Some(g) = &mut gen_supp {
         g.set_target(out.valgrind_version.as_deref());
     }
     out.analysing();
-    let mut notes = Vec::new();
     if let Some(dir) = &a.keep_xml {
         for f in &out.reports {
             let dest = dir.join(f.file_name().unwrap_or_default());
@@ -198,6 +231,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     report.valgrind_command = out.valgrind_command.clone();
     report.stopped = out.stopped.clone();
     report.origins = origins_out;
+    report.engine = super::unwind::engine_out(&out, exact);
     outputs.finish(&mut report, baseline, &problems);
     out.end_progress();
     outputs.write(&report, &a.report);
