@@ -27,6 +27,7 @@ mod corpus;
 mod cython;
 mod distribution;
 mod docs;
+mod engines;
 mod free_lists;
 mod gc_leaks;
 mod generate;

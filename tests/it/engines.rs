@@ -1,0 +1,226 @@
+//! The sanitizer engines against the Valgrind engine on the same programs:
+//! `leakgate run --engine lsan` must find the same user leaks (kind,
+//! file:line, direct bytes, blocks, and under pytest the tests) as
+//! `leakgate run` (Valgrind), on a C program, a CPython C extension
+//! (including a leaked small object, whose fast-unwound stack skips the
+//! extension's frame: the exact re-run), a pybind11 extension, forked
+//! multiprocessing children and the per-test pytest suite; and the run's
+//! bad inputs (no runtime, a static target, Valgrind-only options) get one
+//! clear line. What LeakSanitizer does not look for (possibly-lost and
+//! still-reachable blocks, memory errors, uninitialised values) is left
+//! out of the comparison and named in the report's `engine`.
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn liblsan() -> bool {
+    let ok = ["/usr/lib/x86_64-linux-gnu/liblsan.so.0", "/usr/lib64/liblsan.so.0"]
+        .iter()
+        .any(|p| Path::new(p).is_file())
+        || Command::new("gcc")
+            .arg("-print-file-name=liblsan.so.0")
+            .output()
+            .is_ok_and(|o| Path::new(String::from_utf8_lossy(&o.stdout).trim()).is_absolute());
+    if !ok {
+        common::require_or_skip("no liblsan (Debian: liblsan0)");
+    }
+    ok
+}
+
+fn run(dir: &Path, engine: &str, extra: &[&str], cmd: &[&str]) -> (i32, Value, String) {
+    let json = dir.join(format!("report-{engine}.json"));
+    let _ = std::fs::remove_file(&json);
+    let out = Command::new(common::leakgate_bin())
+        .current_dir(dir)
+        .env_remove("PYTHONMALLOC")
+        .env_remove("PYTEST_PLUGINS")
+        .env_remove("LSAN_OPTIONS")
+        .env_remove("ASAN_OPTIONS")
+        .args(["run", "--engine", engine, "--format", "json", "--output"])
+        .arg(&json)
+        .args(extra)
+        .arg("--")
+        .args(cmd)
+        .output()
+        .expect("run leakgate");
+    let code = common::code(&out);
+    let r: Value = serde_json::from_slice(&std::fs::read(&json).unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no JSON report ({e}):\n{}", common::show(&out)));
+    (code, r, common::stderr(&out))
+}
+
+/// The user's definite and indirect leaks: (kind, file, line, direct
+/// bytes, blocks, tests), sorted.
+fn user_leaks(r: &Value) -> Vec<String> {
+    let mut v: Vec<String> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "user")
+        .filter(|f| f["kind"] == "Leak_DefinitelyLost" || f["kind"] == "Leak_IndirectlyLost")
+        .map(|f| {
+            let tests: Vec<String> = f["tests"]
+                .as_array()
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|x| x["test"].as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+            format!(
+                "{} {}:{} {}B/{} {:?}",
+                f["kind"].as_str().unwrap(),
+                f["location"]["file"].as_str().unwrap_or("?"),
+                f["location"]["line"],
+                f["direct_bytes"].as_u64().or(f["bytes"].as_u64()).unwrap_or(0),
+                f["blocks"],
+                tests
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs `cmd` under both engines in `dir` and asserts the same user leaks;
+/// returns the lsan report.
+fn same_user_leaks(dir: &Path, cmd: &[&str]) -> Value {
+    let (vcode, v, verr) = run(dir, "valgrind", &[], cmd);
+    let (lcode, l, lerr) = run(dir, "lsan", &[], cmd);
+    assert_eq!(
+        user_leaks(&l),
+        user_leaks(&v),
+        "lsan (left) and valgrind (right) disagree\nlsan stderr:\n{lerr}\nvalgrind stderr:\n{verr}"
+    );
+    assert!(!user_leaks(&v).is_empty(), "no leak to compare");
+    assert_eq!(lcode, vcode, "exit codes\n{lerr}");
+    assert_eq!(l["engine"]["name"], "lsan");
+    assert!(
+        l["engine"]["not_checked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x.as_str().unwrap().contains("possibly-lost")),
+        "{}",
+        l["engine"]
+    );
+    l
+}
+
+#[test]
+fn c_program_same_leaks_as_valgrind() {
+    if !common::valgrind_or_skip() || !liblsan() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let exe = common::build_c("c/leak_kinds.c", tmp.path());
+    let l = same_user_leaks(tmp.path(), &[exe.to_str().unwrap()]);
+    // A C program built -O0 keeps its frame pointers: no re-run needed.
+    assert_eq!(l["engine"]["unwind"], "fast", "{}", l["notes"]);
+}
+
+#[test]
+fn cpython_extension_same_leaks_with_the_exact_rerun() {
+    if !common::valgrind_or_skip() || !liblsan() {
+        return;
+    }
+    let Some(py) = common::python_or_skip() else {
+        return;
+    };
+    let tmp = common::tempdir();
+    let dir = common::build_python_ext_with(&py, "cpython", tmp.path());
+    let l = same_user_leaks(&dir, &[py.to_str().unwrap(), "test.py"]);
+    // leak_bytes's stack is cut in CPython (no frame pointers) under fast
+    // unwinding: the exact re-run found it at the extension's line.
+    assert_eq!(l["engine"]["unwind"], "exact", "{}", l["notes"]);
+    assert!(
+        l["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("re-ran with exact unwinding")),
+        "{}",
+        l["notes"]
+    );
+    let text = user_leaks(&l).join("\n");
+    assert_eq!(user_leaks(&l).len(), 3, "{text}");
+}
+
+#[test]
+fn pytest_per_test_same_leaks_and_tests_as_valgrind() {
+    if !common::valgrind_or_skip() || !liblsan() {
+        return;
+    }
+    let Some(py) = common::python_or_skip() else {
+        return;
+    };
+    if !common::python_can_import(&py, "pytest") {
+        common::require_or_skip("no pytest");
+        return;
+    }
+    let tmp = common::tempdir();
+    let dir = common::build_python_ext_with(&py, "cpython", tmp.path());
+    std::fs::copy(
+        common::programs_dir().join("pytest/test_suite.py"),
+        dir.join("test_suite.py"),
+    )
+    .unwrap();
+    std::fs::copy(
+        common::programs_dir().join("pytest/conftest.py"),
+        dir.join("conftest.py"),
+    )
+    .unwrap();
+    let l = same_user_leaks(
+        &dir,
+        &[py.to_str().unwrap(), "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_suite.py"],
+    );
+    assert!(l["per_test"].is_object(), "{}", l["per_test"]);
+}
+
+#[test]
+fn sanitizer_engines_refuse_what_they_cannot_do() {
+    let tmp = common::tempdir();
+    let bin = common::leakgate_bin();
+    let one = |args: &[&str]| {
+        let out = Command::new(&bin)
+            .current_dir(tmp.path())
+            .args(args)
+            .output()
+            .unwrap();
+        (common::code(&out), common::stderr(&out))
+    };
+    let (code, err) = one(&["run", "--engine", "lsan", "--track-fds", "--", "true"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--track-fds needs --engine valgrind"), "{err}");
+    let (code, err) = one(&[
+        "run",
+        "--engine",
+        "lsan",
+        "--sanitizer-runtime",
+        "/nonexistent/liblsan.so",
+        "--",
+        "true",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("/nonexistent/liblsan.so: no such file"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // A static executable ignores LD_PRELOAD.
+    let src = tmp.path().join("s.c");
+    std::fs::write(&src, "int main(void){return 0;}\n").unwrap();
+    let exe = tmp.path().join("s");
+    let built = Command::new("gcc")
+        .args(["-static", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    if built && liblsan() {
+        let (code, err) = one(&["run", "--engine", "lsan", "--", exe.to_str().unwrap()]);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("is statically linked"), "{err}");
+    }
+}
