@@ -1,0 +1,1 @@
+//! Unit tests of the sanitizer log reader over the recorded fixtures.
