@@ -99,7 +99,7 @@ pub(super) fn parse_frame(line: &str) -> Option<RawFrame> {
     let (func, loc) = match body.rsplit_once(' ') {
         Some((func, loc))
             if f.module.is_none()
-                && (loc.contains('/') || split_location(loc).1.is_some())
+                && (loc.contains('/') || loc == "<null>" || split_location(loc).1.is_some())
                 && !loc.ends_with(')') =>
         {
             (func.trim(), Some(loc))
