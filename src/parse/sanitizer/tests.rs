@@ -432,3 +432,156 @@ fn addr2line_output_with_inlined_calls() {
     );
     assert!(out[&0x10b0].is_empty());
 }
+
+#[test]
+fn cxx_new_and_mismatched_delete() {
+    let (recs, sum) = parse(&fixture("lsan-cxx-leak.txt"));
+    assert!(sum.process.complete);
+    assert_eq!(
+        funcs(&recs[0].stack)[..3],
+        [
+            "operator new(unsigned long)",
+            "shapes::make_box(int)",
+            "main"
+        ]
+    );
+    assert_eq!(
+        funcs(&recs[1].stack)[..3],
+        [
+            "operator new[](unsigned long)",
+            "shapes::Box::Box(int)",
+            "shapes::make_box(int)"
+        ]
+    );
+    assert_eq!(at(&recs[1].stack[1]), "/tmp/sanrec/cxx.cpp:8");
+    assert_eq!(recs[1].stack[1].obj.as_deref(), Some("/tmp/sanrec/cxx"));
+
+    let (recs, _) = parse(&fixture("asan-cxx-mismatch.txt"));
+    let r = &recs[0];
+    assert_eq!(&*r.kind, "MismatchedFree");
+    assert!(r.what.starts_with("Mismatched free() / delete / delete [] (AddressSanitizer: alloc-dealloc-mismatch (operator new [] vs operator delete) on 0x602000000010"), "{}", r.what);
+    assert_eq!(
+        funcs(&r.stack)[..2],
+        ["operator delete(void*, unsigned long)", "main"]
+    );
+    assert_eq!(
+        r.aux[0].text,
+        "Address 0x602000000010 is 0 bytes inside a block of size 16 alloc'd"
+    );
+    assert_eq!(
+        funcs(&r.aux[0].stack)[..2],
+        ["operator new[](unsigned long)", "main"]
+    );
+    let (recs, _) = parse(&fixture("asan-cxx-freenew.txt"));
+    assert_eq!(&*recs[0].kind, "MismatchedFree");
+    assert_eq!(funcs(&recs[0].stack)[..2], ["free", "main"]);
+}
+
+#[test]
+fn thread_leak() {
+    let (recs, sum) = parse(&fixture("lsan-thread-leak.txt"));
+    assert!(sum.process.complete);
+    assert_eq!(
+        funcs(&recs[0].stack),
+        ["malloc", "work", "start_thread", "clone3"]
+    );
+    assert_eq!(at(&recs[0].stack[1]), "/tmp/sanrec/threads.c:7");
+}
+
+/// Every recoverable check prints every leak found so far: the 24-byte
+/// leak of the first check is in all three reports.
+#[test]
+fn recoverable_checks_are_snapshots() {
+    let log = fixture("lsan-recoverable.txt");
+    let (recs, sum) = parse(&log);
+    assert!(sum.process.complete);
+    let seen: Vec<(u32, u64)> = recs
+        .iter()
+        .map(|r| (r.client_msgs, r.leaked_bytes.unwrap()))
+        .collect();
+    assert_eq!(seen, [(0, 24), (1, 40), (1, 24), (2, 40), (2, 24)]);
+    assert_eq!(
+        recs[2].what,
+        "24 bytes in 1 blocks are definitely lost in loss record 2 of 2"
+    );
+    let offs = report_offsets(&log);
+    assert_eq!(offs.len(), 3);
+    for o in &offs {
+        assert!(log[*o..].starts_with(b"==21650==ERROR: LeakSanitizer"));
+    }
+}
+
+#[test]
+fn stack_global_and_segv() {
+    let (recs, sum) = parse(&fixture("asan-stack-overflow.txt"));
+    assert!(sum.process.complete);
+    let r = &recs[0];
+    assert_eq!((&*r.kind, r.tid), ("InvalidRead", Some(1)));
+    assert_eq!(funcs(&r.stack)[..2], ["read_past", "main"]);
+    assert_eq!(
+        r.aux[0].text,
+        "Address 0x7ffc9d713ed0 is located in stack of thread T0 at offset 112 in frame"
+    );
+    assert_eq!(at(&r.aux[0].stack[0]), "/tmp/sanrec/crash.c:7");
+    assert_eq!(r.aux.len(), 1);
+
+    let (recs, _) = parse(&fixture("asan-global-overflow.txt"));
+    let r = &recs[0];
+    assert_eq!(&*r.kind, "InvalidWrite");
+    assert!(r.aux[0].text.contains("global variable 'table'"));
+    assert!(r.aux[0].stack.is_empty());
+
+    let (recs, sum) = parse(&fixture("asan-segv.txt"));
+    assert!(sum.process.complete);
+    let r = &recs[0];
+    assert_eq!(&*r.kind, "FatalSignal");
+    assert_eq!(r.signame.as_deref(), Some("SIGSEGV"));
+    assert_eq!(r.unique, None);
+    assert_eq!(
+        r.what,
+        "Process terminating with default action of signal 11 (SIGSEGV) (AddressSanitizer: SEGV on unknown address 0x000000000000)"
+    );
+    assert_eq!(at(&r.stack[0]), "/tmp/sanrec/crash.c:17");
+    assert!(r.aux.is_empty());
+    assert_eq!(sum.process.fatal_signal.as_deref(), Some("SIGSEGV"));
+}
+
+/// `addr2line` on a program built here: the frame gets its function and
+/// line (skipped without gcc or addr2line).
+#[test]
+fn addr2line_symbolises_a_built_program() {
+    let dir = std::env::temp_dir().join(format!("leakgate-a2l-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sanitizers/demo.c");
+    let exe = dir.join("demo");
+    let built = std::process::Command::new("gcc")
+        .args(["-O0", "-g", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .is_ok_and(|s| s.success());
+    let nm = std::process::Command::new("nm").arg(&exe).output();
+    if !built || which::which("addr2line").is_err() || nm.is_err() {
+        eprintln!("SKIP: gcc, nm or addr2line missing");
+        return;
+    }
+    let nm = String::from_utf8(nm.unwrap().stdout).unwrap();
+    let main = nm
+        .lines()
+        .find(|l| l.ends_with(" T main"))
+        .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+        .unwrap();
+    let exe_s = exe.display().to_string();
+    let mut stack = vec![RawFrame {
+        ip_text: "0x1".into(),
+        module: Some(exe_s.clone()),
+        offset: Some(main),
+        ..RawFrame::default()
+    }];
+    symbolize::symbolize(&mut [&mut stack]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(stack[0].func.as_deref(), Some("main"));
+    assert!(stack[0].path.as_deref().unwrap().ends_with("demo.c"));
+    assert_eq!(stack[0].line, Some(12));
+    assert_eq!(stack[0].module.as_deref(), Some(exe_s.as_str()));
+}
