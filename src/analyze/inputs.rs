@@ -1,15 +1,30 @@
 //! What the analysis reads and what the report lists about it: the XML
-//! files named on the command line (directories expand to their `*.xml`),
-//! and the processes they came from.
+//! files named on the command line (directories expand to their `*.xml`
+//! and sanitizer logs), and the processes they came from.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use crate::model::ProcessInfo;
 use crate::parse::InputError;
 use crate::report::ProcessOut;
 
+/// How much of a file in a directory is read to tell a sanitizer log.
+const SNIFF: u64 = 1 << 20;
+
+/// Whether a file's first MiB holds a sanitizer report (a `log_path`
+/// file `name.PID`, a saved CI log); unreadable files are not.
+fn is_sanitizer_log(path: &Path) -> bool {
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(SNIFF).read_to_end(&mut head))
+        .is_ok()
+        && crate::parse::looks_like_sanitizer_log(&head)
+}
+
 /// Expands PATH arguments: files as given, directories to their `*.xml` and
-/// `*.xml.zst` files (sorted).
+/// `*.xml.zst` files and the other files that hold a sanitizer report
+/// (sorted).
 pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
     let mut out = Vec::new();
     for p in paths {
@@ -25,7 +40,8 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
                         .file_name()
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default();
-                    f.is_file() && (n.ends_with(".xml") || n.ends_with(".xml.zst"))
+                    f.is_file()
+                        && (n.ends_with(".xml") || n.ends_with(".xml.zst") || is_sanitizer_log(f))
                 })
                 .collect();
             if files.is_empty() {

@@ -64,6 +64,12 @@ fn contains(path: &Path, needle: &[u8]) -> std::io::Result<bool> {
     }
 }
 
+/// Whether a process was read from a sanitizer log (`parse::parse_sanitizer_log`):
+/// its cut-off report is never a fork child's pre-exec part.
+fn is_sanitizer_log(p: &ProcessInfo) -> bool {
+    matches!(p.tool.as_deref(), Some("lsan" | "asan"))
+}
+
 /// Marks pre-exec parts and fork children.
 ///
 /// * Several documents with one pid: the process exec'd. The post-exec
@@ -71,7 +77,8 @@ fn contains(path: &Path, needle: &[u8]) -> std::io::Result<bool> {
 ///   pre-exec parts: complete (nothing is missing), `pre_exec`.
 /// * A single truncated document without any record and without a status
 ///   element: a fork child that exec'd a program Valgrind does not trace
-///   (`--trace-children-skip`) — also a pre-exec part.
+///   (`--trace-children-skip`) — also a pre-exec part (never a sanitizer
+///   log: one cut off before its first record stays incomplete).
 /// * A document whose parent is a traced process with the same command
 ///   line, that is not a pre-exec part: forked without exec.
 pub fn classify(ps: &mut [ProcessInfo]) {
@@ -101,6 +108,7 @@ pub fn classify(ps: &mut [ProcessInfo]) {
             && !p.complete
             && p.records == 0
             && p.pid.is_some_and(|pid| by_pid[&pid].len() == 1)
+            && !is_sanitizer_log(p)
             && !has_status(&p.file)
         {
             pre_exec[i] = true;

@@ -1,8 +1,11 @@
 //! Reads a set of XML files in parallel: large files are cut into ranges
 //! at record boundaries and parsed by worker threads, each with its own
-//! [`Aggregator`]; the partial aggregations merge in file order.
+//! [`Aggregator`]; the partial aggregations merge in file order. A
+//! sanitizer log (`parse::looks_like_sanitizer_log`) is read whole by
+//! `parse::parse_sanitizer_log` instead.
 
 use std::collections::HashMap;
+use std::io::{BufRead, Read};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -202,7 +205,10 @@ pub fn analyze_files_with(
     let mut inputs = Vec::with_capacity(files.len());
     for f in files {
         inputs.push(match parse::open_input(f)? {
-            parse::Input::Mapped(m) if m.len() as u64 > chunk_min => {
+            // A sanitizer log is read whole, never cut into chunks.
+            parse::Input::Mapped(m)
+                if m.len() as u64 > chunk_min && !parse::looks_like_sanitizer_log(&m) =>
+            {
                 drop(m);
                 let file = std::fs::File::open(f).map_err(|e| InputError::Io {
                     path: f.clone(),
@@ -415,6 +421,18 @@ struct Shared<'s> {
     options: &'s Options,
 }
 
+/// A whole file that is not Valgrind XML was not a sanitizer log either:
+/// the error says both.
+fn nor_sanitizer(e: InputError) -> InputError {
+    match e {
+        InputError::NotValgrind { path, reason } => InputError::NotValgrind {
+            path,
+            reason: format!("{reason} (nor a LeakSanitizer/AddressSanitizer log)"),
+        },
+        other => other,
+    }
+}
+
 /// Parses and aggregates one unit with its own attributor, and the worker's
 /// matcher and interner.
 fn run_unit(
@@ -469,14 +487,31 @@ fn run_unit(
             })?;
             parse::parse_chunk(&buf, start as u64, header, file, pidx, interner, &mut sink)?
         }
-        (Slot::Mapped(map), _) => parse::parse_slice(map, file, pidx, interner, &mut sink)?,
+        (Slot::Mapped(map), _) if parse::looks_like_sanitizer_log(map) => {
+            parse::parse_sanitizer_log(map, file, pidx, interner, &mut sink)?
+        }
+        (Slot::Mapped(map), _) => {
+            parse::parse_slice(map, file, pidx, interner, &mut sink).map_err(nor_sanitizer)?
+        }
         (Slot::Stream(r), _) => {
-            let r = r
+            let mut r = r
                 .lock()
                 .expect("input lock")
                 .take()
                 .expect("a stream is read by one unit");
-            parse::parse_stream(r, file, pidx, interner, &mut sink)?
+            let io = |e| InputError::Io {
+                path: file.clone(),
+                err: e,
+            };
+            // A sanitizer log (compressed, or from a pipe) is known by its
+            // first buffer, then read whole; anything else streams as XML.
+            if parse::looks_like_sanitizer_log(r.fill_buf().map_err(io)?) {
+                let mut all = Vec::new();
+                r.read_to_end(&mut all).map_err(io)?;
+                parse::parse_sanitizer_log(&all, file, pidx, interner, &mut sink)?
+            } else {
+                parse::parse_stream(r, file, pidx, interner, &mut sink).map_err(nor_sanitizer)?
+            }
         }
         (Slot::Chunked(_), None) => unreachable!("chunked files are planned in ranges"),
     };

@@ -79,8 +79,9 @@ pub(super) fn build_report(
                 p.file
             ));
         }
+        // `lsan` and `asan`: a sanitizer log (`parse::parse_sanitizer_log`).
         if let Some(t) = &p.tool
-            && t != "memcheck"
+            && !matches!(t.as_str(), "memcheck" | "lsan" | "asan")
         {
             notes.push(format!(
                 "{}: produced by the {t} tool, not memcheck",

@@ -13,13 +13,15 @@
 //! and the event loop), `source` (where events come from), `build`
 //! (records from tags), `cache` (repeated frames taken without parsing),
 //! `raw` (unescaped and skipped elements), `tags`, `text` (numbers and
-//! bounded text), `summary` (what a file contributed besides records).
+//! bounded text), `summary` (what a file contributed besides records); `sanitizer`
+//! (LeakSanitizer and AddressSanitizer text reports into the same records).
 
 mod build;
 mod cache;
 mod input;
 mod raw;
 mod reader;
+mod sanitizer;
 mod source;
 mod summary;
 mod tags;
@@ -27,6 +29,7 @@ mod text;
 
 pub use input::{Input, InputError, open_input};
 pub use reader::{MAX_DEPTH, parse_chunk, parse_chunk_stream, parse_slice, parse_stream};
+pub use sanitizer::{looks_like_sanitizer_log, parse_sanitizer_log, report_offsets};
 pub use source::MAX_TOKEN;
 pub use summary::{FileSummary, Interner};
 pub use text::{parse_count, parse_num};

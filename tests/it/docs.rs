@@ -49,6 +49,11 @@ const RUNS: &[(&str, i32)] = &[
     // docs/valgrind-versions.md: a SIGILL at an instruction Valgrind cannot
     // decode, read from the XML alone, is a crash in your code.
     ("leakgate analyze fixtures/recorded/unhandled_insn.xml", 1),
+    // docs/sanitizer-logs.md: a LeakSanitizer log with the user's leaks.
+    (
+        "leakgate analyze fixtures/sanitizers/lsan-preload-leak.txt",
+        1,
+    ),
     // docs/install.md
     ("leakgate completions bash", 0),
     ("leakgate completions zsh", 0),

@@ -45,6 +45,7 @@ mod real_packages_round2;
 mod real_runs;
 mod run_safety;
 mod rust_ext;
+mod sanitizer_logs;
 mod snapshots;
 mod suppress_diff;
 mod suppressions_cli;
