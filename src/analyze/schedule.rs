@@ -329,6 +329,9 @@ pub fn analyze_files_with(
             {
                 info.exit = Some(ExitStatus::Signal(sig.clone()));
             }
+            if matches!(info.tool.as_deref(), Some("lsan" | "asan")) {
+                parse::mark_killed(&mut info);
+            }
             processes.push(info);
         }
     };

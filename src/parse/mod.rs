@@ -29,7 +29,7 @@ mod text;
 
 pub use input::{Input, InputError, open_input};
 pub use reader::{MAX_DEPTH, parse_chunk, parse_chunk_stream, parse_slice, parse_stream};
-pub use sanitizer::{looks_like_sanitizer_log, parse_sanitizer_log, report_offsets};
+pub use sanitizer::{looks_like_sanitizer_log, mark_killed, parse_sanitizer_log, report_offsets};
 pub use source::MAX_TOKEN;
 pub use summary::{FileSummary, Interner};
 pub use text::{parse_count, parse_num};

@@ -175,6 +175,9 @@ fn options(engine: Engine, cfg: &RunConfig, log: &Path) -> (String, String) {
         format!("fast_unwind_on_malloc={}", u8::from(!cfg.slow_unwind)),
         format!("malloc_context_size={}", cfg.num_callers.clamp(1, 255)),
         "report_objects=0".into(),
+        // Every frame with its object, as Valgrind's: whose code it is
+        // follows from the object as much as from the source file.
+        "stack_trace_format=\"    #%n %p in %f %S (%m+%o)\"".into(),
         "print_suppressions=0".into(),
     ];
     if engine == Engine::Asan {

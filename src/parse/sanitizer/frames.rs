@@ -89,6 +89,11 @@ pub(super) fn parse_frame(line: &str) -> Option<RawFrame> {
         f.module = module;
         f.offset = offset;
         rest = rest[..at].trim_end();
+        // leakgate's `stack_trace_format` (`%S (%m+%o)`): a frame without a
+        // source location names its module twice.
+        if let Some((at, _, _)) = module_group(rest) {
+            rest = rest[..at].trim_end();
+        }
     }
     let Some(body) = rest.strip_prefix("in ") else {
         return Some(f);
@@ -98,8 +103,7 @@ pub(super) fn parse_frame(line: &str) -> Option<RawFrame> {
     // `file:line`); function names may hold spaces (`operator new(unsigned long)`).
     let (func, loc) = match body.rsplit_once(' ') {
         Some((func, loc))
-            if f.module.is_none()
-                && (loc.contains('/') || loc == "<null>" || split_location(loc).1.is_some())
+            if (loc.contains('/') || loc == "<null>" || split_location(loc).1.is_some())
                 && !loc.ends_with(')') =>
         {
             (func.trim(), Some(loc))

@@ -42,7 +42,10 @@
 mod frames;
 mod kinds;
 mod report;
+mod run_log;
 mod symbolize;
+
+pub use run_log::{mark_killed, parse_run_log as parse_sanitizer_log};
 
 use std::path::Path;
 
@@ -72,6 +75,9 @@ pub fn looks_like_sanitizer_log(head: &[u8]) -> bool {
         b"SUMMARY: AddressSanitizer:",
         b"LeakSanitizer has encountered a fatal error",
         b"ASan runtime does not come first in initial library list",
+        // What the probe writes into a log of `leakgate run --engine lsan`.
+        b"leakgate-process {",
+        b"leakgate-checkpoint {",
     ];
     MARKS.iter().any(|m| memchr::memmem::find(t, m).is_some())
 }
@@ -84,8 +90,9 @@ pub fn report_offsets(input: &[u8]) -> Vec<usize> {
 }
 
 /// Parses a sanitizer log held in memory, calling `sink` for each record
-/// (after the whole log was read: symbolisation needs every frame).
-pub fn parse_sanitizer_log(
+/// (after the whole log was read: symbolisation needs every frame); the
+/// reports as they are, without the probe's lines (see [`run_log`]).
+fn parse_reports(
     input: &[u8],
     path: &Path,
     process_index: usize,
