@@ -285,3 +285,25 @@ fn a_file_that_is_neither_is_one_clear_line() {
         "{err}"
     );
 }
+
+/// A suppression written for Valgrind's stacks (`fun:malloc` first)
+/// hides the same leak in a sanitizer log.
+#[test]
+fn valgrind_suppressions_match_sanitizer_stacks() {
+    let tmp = common::tempdir();
+    let supp = tmp.path().join("demo.supp");
+    std::fs::write(
+        &supp,
+        "{\n   demo-main-leak\n   Memcheck:Leak\n   match-leak-kinds: definite\n   fun:malloc\n   fun:main\n}\n",
+    )
+    .unwrap();
+    let supp_s = supp.display().to_string();
+    let (code, out, err) = analyze(
+        &["--format", "json", "--suppressions", &supp_s],
+        &[&fixture("lsan-preload-leak.txt")],
+    );
+    assert_eq!(code, 1, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["summary"]["suppressed"]["records"], 1);
+    assert_eq!(user_findings(&v), demo_leaks()[1..]);
+}

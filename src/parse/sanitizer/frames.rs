@@ -147,10 +147,37 @@ pub(super) fn is_runtime_module(m: &str) -> bool {
     .any(|p| b.starts_with(p))
 }
 
-/// Whether a frame is the sanitizer runtime's own (an interceptor, the
-/// allocator), by its object, its source path or its name.
+/// The functions the runtimes intercept that a leak or free stack starts
+/// with: at the top of a stack, without a source line, they are the
+/// runtime's even in an executable (clang links its runtime statically).
+fn is_intercepted(name: &str) -> bool {
+    matches!(
+        name,
+        "malloc"
+            | "calloc"
+            | "realloc"
+            | "reallocarray"
+            | "free"
+            | "cfree"
+            | "memalign"
+            | "aligned_alloc"
+            | "posix_memalign"
+            | "valloc"
+            | "pvalloc"
+            | "strdup"
+            | "strndup"
+    ) || name.starts_with("operator new")
+        || name.starts_with("operator delete")
+}
+
+/// Whether a frame at the top of a stack is the sanitizer runtime's own
+/// (an interceptor, the allocator), by its object, its source path or its
+/// name.
 pub(super) fn is_runtime_frame(f: &RawFrame) -> bool {
     if f.module.as_deref().is_some_and(is_runtime_module) {
+        return true;
+    }
+    if f.path.is_none() && f.func.as_deref().is_some_and(is_intercepted) {
         return true;
     }
     if f.path.as_deref().is_some_and(|p| {

@@ -410,6 +410,24 @@ fn frame_forms() {
     );
 }
 
+/// clang links its runtime into the executable: the interceptor is a
+/// `malloc` frame of the program's own object, without a source line.
+#[test]
+fn a_static_runtime_s_malloc_is_the_runtime_s() {
+    let mut stack: Vec<RawFrame> = [
+        "#0 0x4c5a9d in malloc (/build/a.out+0x4c5a9d)",
+        "#1 0x4f8e21 in main /build/a.c:4:15",
+    ]
+    .iter()
+    .map(|l| parse_frame(l).unwrap())
+    .collect();
+    frames::trim_runtime(&mut stack, None);
+    assert_eq!(stack[0].func.as_deref(), Some("malloc"));
+    assert_eq!(stack[0].module, None, "not the program's object");
+    assert_eq!(stack[1].func.as_deref(), Some("main"));
+    assert_eq!(stack.len(), 2);
+}
+
 #[test]
 fn addr2line_output_with_inlined_calls() {
     let out = parse_output(
