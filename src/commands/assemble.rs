@@ -70,6 +70,22 @@ pub(super) fn build_report(
     let accounting = analyze::check_conservation(&analysis);
     let processes = analyze::processes_out(&analysis.processes);
     let protocol = analysis.processes.iter().filter_map(|p| p.protocol).max();
+    // Sanitizer logs: the engine that wrote them (asan over lsan).
+    let engine = analysis
+        .processes
+        .iter()
+        .filter_map(|p| match p.tool.as_deref() {
+            Some("asan") => Some(crate::cli::Engine::Asan),
+            Some("lsan") => Some(crate::cli::Engine::Lsan),
+            _ => None,
+        })
+        .max_by_key(|e| *e == crate::cli::Engine::Asan)
+        .map(|e| crate::report::EngineOut {
+            name: e.name().to_string(),
+            runtime: None,
+            not_checked: super::unwind::not_checked(e),
+            unwind: None,
+        });
     for p in &analysis.processes {
         if let Some(v) = p.protocol
             && !(4..=6).contains(&v)
@@ -129,7 +145,7 @@ pub(super) fn build_report(
         baseline: None,
         stopped: None,
         origins: None,
-        engine: None,
+        engine,
         per_test: analysis_per_test,
     }
 }

@@ -104,7 +104,8 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
             ));
         }
     }
-    notes.extend(super::unwind::runtime_exit(&out));
+    let runtime_exit = super::unwind::runtime_exit(&out);
+    notes.extend(runtime_exit.clone());
     if let Some(g) = &mut gen_supp {
         g.set_target(out.valgrind_version.as_deref());
     }
@@ -212,7 +213,11 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         }
         notes.push(format!("Valgrind's log: {}", summarize_log(&out.log)));
     }
-    let policy = outputs.policy().clone();
+    let mut policy = outputs.policy().clone();
+    if runtime_exit.is_some() {
+        // The runtime's code after its own report, not the target's.
+        policy.fail_on_target_exit = false;
+    }
     let baseline = outputs.classify(&mut analysis.findings);
     let mut report = build_report(
         "run",

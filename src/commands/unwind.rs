@@ -63,6 +63,7 @@ pub(super) fn not_checked(engine: Engine) -> Vec<String> {
 
 /// The report's `engine` for a sanitizer run.
 pub(super) fn engine_out(out: &RunOutcome, exact: bool) -> Option<EngineOut> {
+    // Not the analysis's guess from the logs: the engine that ran.
     (out.engine != Engine::Valgrind).then(|| EngineOut {
         name: out.engine.name().to_string(),
         runtime: Some(out.valgrind_path.display().to_string()),

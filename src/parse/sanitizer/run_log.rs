@@ -93,7 +93,7 @@ pub fn parse_run_log(
 ) -> Result<FileSummary, InputError> {
     let lines = probe_lines(input);
     if lines.is_empty() {
-        return parse_reports(input, path, process_index, interner, sink);
+        return last_leak_reports(input, path, process_index, interner, sink);
     }
     let offsets = report_offsets(input);
     let places: Vec<Place> = offsets
@@ -203,6 +203,42 @@ pub fn parse_run_log(
         previous = now;
     }
     sum.process.records = emitted;
+    Ok(sum)
+}
+
+/// A log without the probe's lines: each leak report of a process lists
+/// every leak found so far (a recoverable check prints one, the exit check
+/// the last), so only a process's last leak report counts; a leak an
+/// earlier one listed and the last does not was freed in between. Error
+/// reports (AddressSanitizer's, each one error) all count.
+fn last_leak_reports(
+    input: &[u8],
+    path: &Path,
+    process_index: usize,
+    interner: &mut Interner,
+    sink: &mut dyn FnMut(Record, &ProcessInfo),
+) -> Result<FileSummary, InputError> {
+    let mut records: Vec<(Record, ProcessInfo)> = Vec::new();
+    let mut sum = parse_reports(input, path, process_index, interner, &mut |r, p| {
+        records.push((r, p.clone()))
+    })?;
+    // The last leak report of each pid.
+    let mut last: HashMap<Option<u64>, u32> = HashMap::new();
+    for (r, _) in &records {
+        if r.is_leak() {
+            let e = last.entry(r.pid).or_insert(r.client_msgs);
+            *e = (*e).max(r.client_msgs);
+        }
+    }
+    let mut kept = 0u64;
+    for (r, p) in records {
+        if r.is_leak() && last.get(&r.pid) != Some(&r.client_msgs) {
+            continue;
+        }
+        kept += 1;
+        sink(r, &p);
+    }
+    sum.process.records = kept;
     Ok(sum)
 }
 
