@@ -385,7 +385,15 @@ def _compile_shim(name):
 
         out = final = os.path.join(tempfile.mkdtemp(prefix="leakgate-shim-"), lib_name)
     cmd = cc + ["-shared", "-fPIC", "-O1", "-g", "-I" + here] + ["-I" + i for i in incs]
-    r = subprocess.run(cmd + ["-o", out, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # The compiler runs natively: without a preloaded sanitizer runtime
+    # (``--engine lsan``), whose leak reports of cc1 would be noise.
+    env = dict(os.environ)
+    if env.get("LEAKGATE_ENGINE") in ("lsan", "asan"):
+        for k in ("LD_PRELOAD", "LSAN_OPTIONS", "ASAN_OPTIONS"):
+            env.pop(k, None)
+    r = subprocess.run(
+        cmd + ["-o", out, src], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+    )
     if r.returncode != 0:
         if out != final:
             try:

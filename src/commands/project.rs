@@ -19,8 +19,8 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::cli::{
-    AnalyzeArgs, AnnotationsChoice, ColorChoice, Engine, Format, MergeArgs, Origins, ReportArgs, RunArgs,
-    SuppressArgs,
+    AnalyzeArgs, AnnotationsChoice, ColorChoice, Engine, Format, MergeArgs, Origins, ReportArgs,
+    RunArgs, SuppressArgs,
 };
 use crate::gate::policy::FailOn;
 

@@ -87,8 +87,7 @@ pub(super) fn cut_short(rec: &Record, max_frames: usize) -> bool {
     if rec.stack.len() >= max_frames {
         return false;
     }
-    !rec
-        .stack
+    !rec.stack
         .last()
         .and_then(|f| f.func.as_deref())
         .is_some_and(is_root)
@@ -135,7 +134,10 @@ pub(super) fn runtime_exit(out: &RunOutcome) -> Option<String> {
     if out.engine == Engine::Valgrind || out.exit != ExitStatus::Code(LSAN_EXIT_CODE) {
         return None;
     }
-    let log = out.dir.path().join(format!("{}.{}", out.engine.name(), out.pid));
+    let log = out
+        .dir
+        .path()
+        .join(format!("{}.{}", out.engine.name(), out.pid));
     let text = std::fs::read_to_string(log).ok()?;
     let tail = text
         .rsplit_once(crate::probe::SANITIZER_END)

@@ -36,9 +36,9 @@ mod config;
 mod files;
 mod passcred;
 pub mod progress;
+mod sanitizer;
 pub mod signals;
 pub mod stderr;
-mod sanitizer;
 mod supervise;
 mod target;
 mod valgrind;
@@ -49,8 +49,8 @@ use std::time::{Duration, Instant};
 
 use crate::model::ExitStatus;
 pub use config::{DEFAULT_SHOW_LEAK_KINDS, PerTest, RunConfig, RunError, RunOutcome};
-pub use sanitizer::{LSAN_EXIT_CODE, find_runtime};
 pub use progress::ProgressMode;
+pub use sanitizer::{LSAN_EXIT_CODE, find_runtime};
 pub use signals::signal_name;
 pub use supervise::{exit_status, parse_duration};
 pub use target::{

@@ -99,7 +99,10 @@ pub fn find_runtime(engine: Engine, explicit: Option<&Path>) -> Result<PathBuf, 
     }
     Err(RunError::RuntimeMissing {
         engine: engine.name(),
-        what: format!("looked for {} through gcc, cc, clang and /usr/lib", names[0]),
+        what: format!(
+            "looked for {} through gcc, cc, clang and /usr/lib",
+            names[0]
+        ),
         package,
     })
 }
@@ -345,11 +348,18 @@ mod tests {
         let (var, opts) = options(Engine::Lsan, &cfg, Path::new("/tmp/d/lsan"));
         assert_eq!(var, "LSAN_OPTIONS");
         assert!(opts.starts_with("detect_leaks=1:fast_unwind_on_malloc=1:"));
-        assert!(opts.ends_with(":log_path=/tmp/d/lsan:exitcode=23"), "{opts}");
+        assert!(
+            opts.ends_with(":log_path=/tmp/d/lsan:exitcode=23"),
+            "{opts}"
+        );
         let slow = RunConfig {
             slow_unwind: true,
             ..cfg
         };
-        assert!(options(Engine::Asan, &slow, Path::new("/l")).1.contains("fast_unwind_on_malloc=0"));
+        assert!(
+            options(Engine::Asan, &slow, Path::new("/l"))
+                .1
+                .contains("fast_unwind_on_malloc=0")
+        );
     }
 }

@@ -8,8 +8,11 @@ use std::path::Path;
 use std::process::Command;
 
 use super::config::{DEFAULT_SHOW_LEAK_KINDS, PerTest, RunConfig, RunError, RunOutcome};
+use super::target::{
+    find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target,
+    valgrind_lib_for,
+};
 use super::{command, files, launch, target};
-use super::target::{find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target, valgrind_lib_for};
 
 /// Runs the target under Valgrind and waits for it.
 pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
@@ -161,4 +164,3 @@ fn check_version(valgrind: &Path, version: Option<&str>, cfg: &RunConfig) -> Res
     }
     Ok(())
 }
-

@@ -69,7 +69,11 @@ fn site(rec: &Record) -> (String, Vec<Option<String>>) {
         rec.kind.to_string(),
         rec.stack
             .iter()
-            .map(|f| f.ip.as_deref().map(str::to_string).or_else(|| f.func.as_deref().map(str::to_string)))
+            .map(|f| {
+                f.ip.as_deref()
+                    .map(str::to_string)
+                    .or_else(|| f.func.as_deref().map(str::to_string))
+            })
             .collect(),
     )
 }
