@@ -1,7 +1,7 @@
 """pertest_compare.py - compares the user findings of two leakgate JSON reports
 (bench/pertest.sh: a configuration's run against the serial default run).
 
-Usage: python3 bench/pertest_compare.py BASE.json OTHER.json
+Usage: python3 bench/pertest_compare.py [--leaks] BASE.json OTHER.json
 Compares, for every finding with category "user": (kind, category,
 location.file, location.line, location.function, bytes, blocks, count), its
 `tests` (test name and bytes, order-insensitive), `growth` and its origin
@@ -9,7 +9,9 @@ location.file, location.line, location.function, bytes, blocks, count), its
 function:line), as multisets.
 Prints "OK" and exits 0 when they are identical; else prints the findings
 only in BASE ("-") and only in OTHER ("+") and exits 1. Exit 2: a report
-cannot be read. Standard library only.
+cannot be read. `--leaks` (bench/engines.sh: a sanitizer engine against
+Valgrind) compares definite and indirect leaks only, without origins.
+Standard library only.
 """
 import collections
 import json
@@ -43,11 +45,16 @@ def signature(f):
     )
 
 
-def user_findings(path):
+LEAKS = ("Leak_DefinitelyLost", "Leak_IndirectlyLost")
+
+
+def user_findings(path, leaks=False):
     with open(path, encoding="utf-8") as fh:
         report = json.load(fh)
     return collections.Counter(
-        signature(f) for f in report.get("findings", []) if f.get("category") == "user"
+        signature(f)
+        for f in report.get("findings", [])
+        if f.get("category") == "user" and (not leaks or f.get("kind") in LEAKS)
     )
 
 
@@ -61,11 +68,13 @@ def show(sig):
 
 
 def main(argv):
+    leaks = "--leaks" in argv
+    argv = [a for a in argv if a != "--leaks"]
     if len(argv) != 3:
         print(next(x for x in __doc__.splitlines() if x.startswith("Usage")), file=sys.stderr)
         return 2
     try:
-        base, other = user_findings(argv[1]), user_findings(argv[2])
+        base, other = user_findings(argv[1], leaks), user_findings(argv[2], leaks)
     except (OSError, ValueError) as e:
         print(f"pertest_compare: cannot read a report: {e}", file=sys.stderr)
         return 2

@@ -238,7 +238,8 @@ fn pytest_per_test_same_leaks_and_tests_as_valgrind() {
 }
 
 /// Leaked references to objects the garbage collector lists (issue 28):
-/// under pytest (free lists off in both engines) the same leaks and tests;
+/// under pytest (free lists off in both engines) the same leaks; the test
+/// that leaked them only Valgrind names;
 /// the fixed script passes: nothing held by a C static, a C struct or
 /// module state becomes a finding.
 #[test]
@@ -256,17 +257,42 @@ fn gc_listed_leaks_same_as_valgrind_and_keepers_pass() {
     let tmp = common::tempdir();
     let dir = common::build_python_ext_with(&py, "gcleaks", tmp.path());
     let pyv = py.to_str().unwrap();
-    same_user_leaks(
-        &dir,
-        &[
-            pyv,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "test_gc.py",
-        ],
+    let cmd = [
+        pyv,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "test_gc.py",
+    ];
+    let (vcode, v, verr) = run(&dir, "valgrind", &[], &cmd);
+    let (lcode, l, lerr) = run(&dir, "lsan", &[], &cmd);
+    // The same leaks (lines, bytes, blocks); the test that leaked them is
+    // Valgrind's to name: LeakSanitizer sees an object the collector lists
+    // only once the exit hook took it out of the lists, and says so.
+    let untested = |r: &Value| -> Vec<String> {
+        user_leaks(r)
+            .iter()
+            .map(|s| s.split(" [").next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(untested(&l), untested(&v), "lsan (left)\n{lerr}\n{verr}");
+    assert!(!untested(&v).is_empty(), "no leak to compare");
+    assert_eq!(lcode, vcode, "{lerr}");
+    assert!(
+        user_leaks(&v).iter().all(|s| s.contains("test_pack_leaky")),
+        "{:?}",
+        user_leaks(&v)
+    );
+    assert!(
+        l["engine"]["not_checked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x.as_str().unwrap().contains("garbage collector")),
+        "{}",
+        l["engine"]
     );
     let (code, r, err) = run(&dir, "lsan", &[], &[pyv, "leaky.py", "--fixed"]);
     assert_eq!(code, 0, "{err}\n{}", r["findings"]);

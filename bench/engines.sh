@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# bench/engines.sh - time to verdict of `leakgate run --engine valgrind`
+# against `--engine lsan` (and `asan`) on the same programs (issue 29).
+#
+# Times `leakgate run --engine E --format json -- CMD` for three workloads:
+#   c:      tests/programs/c/leak_kinds.c built with gcc -O0 -g (a plain C
+#           program: definite and indirect leaks);
+#   script: tests/programs/cpython/test.py over the CPython test extension
+#           `leakext` (built in place with -O0 -g);
+#   pytest: tests/programs/pytest/test_suite.py over the same extension
+#           (per-test checkpoints, 6 tests);
+# under each engine in ENGINES (default "valgrind lsan"), RUNS times each,
+# alternating. Prints a table of medians (wall seconds, the ratio to
+# valgrind's median, leakgate's exit code) and whether each engine's user
+# leaks (kind, location, bytes, blocks, count, tests; bench/pertest_compare.py
+# --leaks) are Valgrind's first run's; differences are printed below the
+# table. The sanitizer engines' times include their exact-unwinding re-run
+# when one was needed (the report's engine.unwind says "exact").
+# Usage: [PYTHON=python3] [ENGINES="valgrind lsan asan"] bench/engines.sh [RUNS]
+#        (default 3; needs valgrind, gcc with liblsan/libasan, and pytest in
+#        $PYTHON; work files in ${TMPDIR:-/tmp}/leakgate-bench-engines)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+RUNS="${1:-3}"
+ENGINES=(${ENGINES:-valgrind lsan})
+cargo build --release -q
+LG="$PWD/target/release/leakgate"
+PY=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
+WORK="${TMPDIR:-/tmp}/leakgate-bench-engines"
+rm -rf "$WORK"
+mkdir -p "$WORK/ext"
+gcc -O0 -g -o "$WORK/leak_kinds" tests/programs/c/leak_kinds.c
+cp tests/programs/cpython/* tests/programs/pytest/test_suite.py \
+    tests/programs/pytest/conftest.py "$WORK/ext/"
+(cd "$WORK/ext" && CFLAGS="-O0 -g" "$PY" setup.py -q build_ext --inplace \
+    >"$WORK/build.log" 2>&1) || { cat "$WORK/build.log" >&2; exit 2; }
+
+WORKLOADS=(c script pytest)
+declare -A CMD=(
+    [c]="$WORK/leak_kinds"
+    [script]="$PY test.py"
+    [pytest]="$PY -m pytest -q -p no:cacheprovider test_suite.py"
+)
+declare -A WALL CODE
+for ((r = 0; r < RUNS; r++)); do
+    for w in "${WORKLOADS[@]}"; do
+        for e in "${ENGINES[@]}"; do
+            out="$WORK/$w-$e-$r.json"
+            t0=$(date +%s.%N)
+            set +e
+            (cd "$WORK/ext" && env -u PYTHONMALLOC -u LSAN_OPTIONS -u ASAN_OPTIONS \
+                "$LG" run --engine "$e" --format json --output "$out" -- ${CMD[$w]} \
+                >/dev/null 2>"$WORK/$w-$e-$r.err")
+            c=$?
+            set -e
+            t1=$(date +%s.%N)
+            WALL[$w-$e]+="$(echo "$t1 - $t0" | bc) "
+            CODE[$w-$e]+="$c "
+        done
+    done
+done
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+printf '%-8s %-9s %9s %7s %-8s %s\n' workload engine "wall (s)" ratio "exit" "same leaks as valgrind"
+DIFFS=""
+for w in "${WORKLOADS[@]}"; do
+    base=$(echo "${WALL[$w-valgrind]:-}" | median)
+    for e in "${ENGINES[@]}"; do
+        m=$(echo "${WALL[$w-$e]}" | median)
+        ratio=n/a
+        [ -z "$base" ] || ratio=$(echo "scale=3; $m / $base" | bc)
+        same=yes
+        for ((r = 0; r < RUNS; r++)); do
+            if ! d=$("$PY" bench/pertest_compare.py --leaks "$WORK/$w-valgrind-0.json" \
+                "$WORK/$w-$e-$r.json"); then
+                same=no
+                DIFFS+="$w $e run $r:"$'\n'"$d"$'\n'
+            fi
+        done
+        printf '%-8s %-9s %9.2f %7s %-8s %s\n' "$w" "$e" "$m" "$ratio" "${CODE[$w-$e]% }" "$same"
+    done
+done
+[ -z "$DIFFS" ] || printf '\nDifferences (- valgrind, + engine):\n%s' "$DIFFS"
