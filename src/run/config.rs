@@ -39,6 +39,10 @@ pub enum RunError {
         "{path} is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it, so --engine {engine} cannot watch it; run it with --engine valgrind"
     )]
     SetuidTarget { path: PathBuf, engine: &'static str },
+    #[error(
+        "{0} is built with AddressSanitizer (-fsanitize=address), which cannot run under Valgrind; run it with --engine asan, or build it without -fsanitize"
+    )]
+    SanitizedTarget(PathBuf),
     #[error("target not found: {0}")]
     TargetMissing(String),
     #[error("cannot start valgrind ({path}): {err}")]

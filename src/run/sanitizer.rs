@@ -166,6 +166,19 @@ pub(super) fn is_static_elf(path: &Path) -> Option<bool> {
     Some(true)
 }
 
+/// Whether `path` is an ELF executable linked with AddressSanitizer (its
+/// runtime's entry point `__asan_init` among its symbols): under Valgrind
+/// it aborts before `main`, its shadow memory overlapping Valgrind's.
+pub(super) fn is_asan_elf(path: &Path) -> bool {
+    if is_static_elf(path).is_none() {
+        return false;
+    }
+    let Ok(all) = std::fs::read(path) else {
+        return false;
+    };
+    all.windows(12).any(|w| w == b"__asan_init\0")
+}
+
 /// The runtime's options: ours first (a user's own come after and may
 /// change them), then what leakgate needs (`log_path`, `exitcode`).
 fn options(engine: Engine, cfg: &RunConfig, log: &Path) -> (String, String) {
@@ -186,6 +199,9 @@ fn options(engine: Engine, cfg: &RunConfig, log: &Path) -> (String, String) {
     if engine == Engine::Asan {
         // The leak check's options are LeakSanitizer's.
         opts.push("detect_stack_use_after_return=0".into());
+        // A build with -fsanitize-recover=address goes on after an error,
+        // as a Valgrind'ed process does (without it every error is fatal).
+        opts.push("halt_on_error=0".into());
     }
     if let Ok(user) = std::env::var(var)
         && !user.trim().is_empty()

@@ -18,6 +18,9 @@ use super::{command, files, launch, target};
 pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     let valgrind = find_valgrind(cfg.valgrind.as_deref())?;
     let target = resolve_target(&cfg.cmd[0])?;
+    if super::sanitizer::is_asan_elf(&target) {
+        return Err(RunError::SanitizedTarget(target));
+    }
     let mut target_argv = cfg.cmd.clone();
     let mut environment = Vec::new();
     if let Some(real) = target::unwrap_python_shim(&cfg.cmd[0], &target) {

@@ -345,3 +345,67 @@ fn sanitizer_engines_refuse_what_they_cannot_do() {
         assert!(err.contains("is statically linked"), "{err}");
     }
 }
+
+/// A program built with -fsanitize=address (and -fsanitize-recover=address,
+/// so that it goes on after an error as a Valgrind'ed one does): `--engine
+/// asan` finds its memory errors at the lines where Memcheck finds them in
+/// the plain build, less the uninitialised read it does not check; under
+/// Valgrind the sanitized build is refused with a one-line error.
+#[test]
+fn asan_memory_errors_at_valgrind_lines() {
+    if !common::valgrind_or_skip() || !liblsan() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let plain = common::build_c("c/mem_errors.c", tmp.path());
+    let san = tmp.path().join("mem_errors_asan");
+    let out = Command::new("gcc")
+        .current_dir(tmp.path())
+        .args([
+            "-g",
+            "-O0",
+            "-fsanitize=address",
+            "-fsanitize-recover=address",
+        ])
+        .args(["-o", san.to_str().unwrap(), "mem_errors.c"])
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        common::require_or_skip("gcc cannot link -fsanitize=address (no libasan)");
+        return;
+    }
+    let errors = |r: &Value| -> Vec<String> {
+        let mut v: Vec<String> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| {
+                f["category"] == "user" && !f["kind"].as_str().unwrap().starts_with("Leak_")
+            })
+            .map(|f| format!("{} {}", f["kind"].as_str().unwrap(), f["location"]["line"]))
+            .collect();
+        v.sort();
+        v
+    };
+    let (vcode, v, verr) = run(tmp.path(), "valgrind", &[], &[plain.to_str().unwrap()]);
+    let (acode, a, aerr) = run(tmp.path(), "asan", &[], &[san.to_str().unwrap()]);
+    assert_eq!(vcode, 1, "{verr}");
+    assert_eq!(acode, 1, "{aerr}");
+    let want: Vec<String> = errors(&v)
+        .into_iter()
+        .filter(|e| !e.starts_with("UninitCondition"))
+        .collect();
+    assert_eq!(errors(&a), want, "asan (left), valgrind (right)\n{aerr}");
+    assert_eq!(want.len(), 3, "{want:?}");
+    assert_eq!(a["engine"]["name"], "asan");
+
+    let refused = Command::new(common::leakgate_bin())
+        .current_dir(tmp.path())
+        .args(["run", "--", san.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = common::stderr(&refused);
+    assert_eq!(common::code(&refused), 2, "{err}");
+    assert!(err.contains("built with AddressSanitizer"), "{err}");
+    assert!(err.contains("--engine asan"), "{err}");
+}
