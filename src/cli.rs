@@ -186,6 +186,15 @@ pub enum Format {
     Json,
 }
 
+/// `suppress --format`: which tool reads the written rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SuppFormat {
+    /// Valgrind suppressions (`{ ... }` blocks).
+    Valgrind,
+    /// LeakSanitizer `leak:` lines.
+    Lsan,
+}
+
 /// `--engine`: what watches the target's memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -473,6 +482,9 @@ pub struct SuppressArgs {
     /// Write the suppressions to FILE (default: standard output; with --merge-into, that file).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// The rules' format: Valgrind suppressions, or LeakSanitizer `leak:` lines (one function each, for LSAN_OPTIONS=suppressions=FILE; leaks only).
+    #[arg(long, value_enum, default_value = "valgrind")]
+    pub format: SuppFormat,
     /// Record kinds to cover: definite,indirect,possible,reachable,errors (any of them) or all.
     #[arg(long, default_value = "definite,indirect,errors", value_name = "KINDS")]
     pub kinds: String,

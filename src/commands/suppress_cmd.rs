@@ -11,7 +11,10 @@ use anyhow::Context as _;
 use crate::analyze::Observer;
 use crate::analyze::attribute::{Attributor, UserSpec};
 use crate::cli::SuppressArgs;
-use crate::generate::{GenOptions, Generated, Generator, KindFilter, header, render, summary_line};
+use crate::generate::{
+    GenOptions, Generated, Generator, KindFilter, LsanGenerator, header, render, render_lsan,
+    summary_line,
+};
 use crate::suppress::Suppressor;
 use crate::versions::VgVersion;
 
@@ -68,6 +71,9 @@ pub(super) fn suppress(a: SuppressArgs) -> anyhow::Result<i32> {
         Some(_) => Some(String::new()),
         None => None,
     };
+    if a.format == crate::cli::SuppFormat::Lsan {
+        return suppress_lsan(&a, kinds, spec, existing, merge_text);
+    }
     let supps = crate::suppress::load::load(&existing, !a.no_bundled_suppressions)?;
     let taken: HashSet<String> = supps.iter().map(|s| s.name.clone()).collect();
     let suppressor = Arc::new(Suppressor::new(supps));
@@ -111,6 +117,68 @@ pub(super) fn suppress(a: SuppressArgs) -> anyhow::Result<i32> {
         &generated,
         &dest.map_or("standard output".into(), |d| d.display().to_string()),
     );
+    if let Some(what) = accounting {
+        eprintln!("leakgate: internal error: {what}; please report this bug");
+        return Ok(crate::exit::INTERNAL);
+    }
+    Ok(0)
+}
+
+/// `leakgate suppress --format lsan`: LeakSanitizer `leak:` rules; with
+/// `--merge-into FILE`, only the lines FILE does not have yet are appended.
+fn suppress_lsan(
+    a: &SuppressArgs,
+    kinds: KindFilter,
+    spec: UserSpec,
+    existing: Vec<PathBuf>,
+    merge_text: Option<String>,
+) -> anyhow::Result<i32> {
+    // A `--merge-into` file is LeakSanitizer's, not Valgrind's: not loaded.
+    let existing: Vec<PathBuf> = existing
+        .into_iter()
+        .filter(|p| Some(p) != a.merge_into.as_ref())
+        .collect();
+    let supps = crate::suppress::load::load(&existing, !a.no_bundled_suppressions)?;
+    let suppressor = Arc::new(Suppressor::new(supps));
+    let files = crate::analyze::collect_inputs(&a.paths)?;
+    let (g, obs) = LsanGenerator::shared(kinds);
+    let analysis = crate::analyze::analyze_files_observed(
+        &files,
+        Attributor::new(spec),
+        suppressor,
+        &HashMap::new(),
+        Some(obs),
+    )?;
+    let accounting = crate::analyze::check_conservation(&analysis);
+    drop(analysis);
+    let mut generated = LsanGenerator::unshare(g).finish();
+    let (text, dest) = match (&merge_text, &a.merge_into) {
+        (Some(old), Some(m)) => {
+            let have: HashSet<&str> = old.lines().map(str::trim).collect();
+            generated
+                .rules
+                .retain(|r| !have.contains(format!("leak:{}", r.0).as_str()));
+            let mut t = old.clone();
+            if !t.is_empty() && !t.ends_with('\n') {
+                t.push('\n');
+            }
+            if !generated.rules.is_empty() {
+                t.push_str(&render_lsan(&generated, &invocation()));
+            }
+            (t, Some(a.output.clone().unwrap_or_else(|| m.clone())))
+        }
+        _ => (render_lsan(&generated, &invocation()), a.output.clone()),
+    };
+    write_out(dest.as_deref(), &text)?;
+    eprintln!(
+        "leakgate: wrote {} LeakSanitizer rules for {} noise leak records to {}",
+        generated.rules.len(),
+        generated.records,
+        dest.map_or("standard output".into(), |d| d.display().to_string())
+    );
+    for n in &generated.notes {
+        eprintln!("leakgate: note: {n}");
+    }
     if let Some(what) = accounting {
         eprintln!("leakgate: internal error: {what}; please report this bug");
         return Ok(crate::exit::INTERNAL);

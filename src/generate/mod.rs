@@ -28,11 +28,13 @@
 //!   `obj:*/libNAME.so*` with no directory and no version numbers.
 
 mod kinds;
+mod lsan;
 mod output;
 mod rules;
 
 use kinds::GKind;
 pub use kinds::KindFilter;
+pub use lsan::{LsanGenerator, render_lsan, rule_matches, template_match};
 pub use output::{Generated, header, render, summary_line};
 pub use rules::MAX_LINES;
 use rules::*;

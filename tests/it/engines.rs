@@ -409,3 +409,66 @@ fn asan_memory_errors_at_valgrind_lines() {
     assert!(err.contains("built with AddressSanitizer"), "{err}");
     assert!(err.contains("--engine asan"), "{err}");
 }
+
+/// `leakgate suppress --format lsan` writes narrow `leak:` rules for the
+/// noise of a LeakSanitizer run: with them in LSAN_OPTIONS, the runtime
+/// itself drops the noise, and every leak of the user's is still reported.
+#[test]
+fn lsan_rules_for_the_noise_keep_the_user_s_leaks() {
+    if !liblsan() {
+        common::require_or_skip("no liblsan");
+        return;
+    }
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    std::fs::copy(
+        common::repo_root().join("fixtures/sanitizers/demo.c"),
+        dir.join("demo.c"),
+    )
+    .unwrap();
+    let ok = Command::new("gcc")
+        .current_dir(dir)
+        .args(["-O0", "-g", "-o", "demo", "demo.c"])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let demo = dir.join("demo");
+    let logs = dir.join("logs");
+    let keep = ["--keep-xml", logs.to_str().unwrap()];
+    let (_, first, err) = run(dir, "lsan", &keep, &[demo.to_str().unwrap()]);
+    let noise = first["summary"]["noise"]["findings"].as_u64().unwrap_or(0);
+    assert!(noise > 0, "no noise to write rules for:\n{err}");
+    let supp = dir.join("lsan.supp");
+    let out = Command::new(common::leakgate_bin())
+        .current_dir(dir)
+        .args(["suppress", "--format", "lsan", "-o"])
+        .arg(&supp)
+        .arg(&logs)
+        .output()
+        .unwrap();
+    assert_eq!(common::code(&out), 0, "{}", common::show(&out));
+    let rules = std::fs::read_to_string(&supp).unwrap();
+    let leaks: Vec<&str> = rules.lines().filter(|l| l.starts_with("leak:^")).collect();
+    assert!(
+        !leaks.is_empty() && leaks.iter().all(|l| l.ends_with('$')),
+        "{rules}"
+    );
+
+    let again = Command::new(common::leakgate_bin())
+        .current_dir(dir)
+        .env("LSAN_OPTIONS", format!("suppressions={}", supp.display()))
+        .args(["run", "--engine", "lsan", "--format", "json", "--output"])
+        .arg(dir.join("again.json"))
+        .arg("--")
+        .arg(&demo)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&std::fs::read(dir.join("again.json")).unwrap()).unwrap();
+    assert_eq!(
+        user_leaks(&v),
+        user_leaks(&first),
+        "{}",
+        common::show(&again)
+    );
+    assert_eq!(v["summary"]["noise"]["findings"], 0, "{rules}");
+}
