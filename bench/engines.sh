@@ -9,24 +9,30 @@
 #           `leakext` (built in place with -O0 -g);
 #   pytest: tests/programs/pytest/test_suite.py over the same extension
 #           (per-test checkpoints, 6 tests);
-# under each engine in ENGINES (default "valgrind lsan"), RUNS times each,
-# alternating. Prints a table of medians (wall seconds, the ratio to
-# valgrind's median, leakgate's exit code) and whether each engine's user
+# natively (no leakgate: the target alone) and under each engine in ENGINES
+# (default "valgrind lsan asan"; asan preloads libasan into the same
+# uninstrumented programs: its leak check), RUNS times each,
+# alternating. Prints a table of medians (wall seconds, the ratios to the
+# native and to valgrind's median, leakgate's exit codes) and whether each engine's user
 # leaks (kind, location, bytes, blocks, count, tests; bench/pertest_compare.py
 # --leaks) are Valgrind's first run's; differences are printed below the
 # table. The sanitizer engines' times include their exact-unwinding re-run
 # when one was needed (the report's engine.unwind says "exact").
-# Usage: [PYTHON=python3] [ENGINES="valgrind lsan asan"] bench/engines.sh [RUNS]
+# Usage: [PYTHON=python3] [ENGINES="valgrind lsan"] bench/engines.sh [RUNS]
 #        (default 3; needs valgrind, gcc with liblsan/libasan, and pytest in
 #        $PYTHON; work files in ${TMPDIR:-/tmp}/leakgate-bench-engines)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS="${1:-3}"
-ENGINES=(${ENGINES:-valgrind lsan})
+ENGINES=(${ENGINES:-valgrind lsan asan})
 cargo build --release -q
 LG="$PWD/target/release/leakgate"
 PY=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
 WORK="${TMPDIR:-/tmp}/leakgate-bench-engines"
+if ! "$PY" -c 'import pytest' 2>/dev/null; then
+    echo "bench/engines.sh: $PY cannot import pytest (set PYTHON to a python with pytest)" >&2
+    exit 2
+fi
 rm -rf "$WORK"
 mkdir -p "$WORK/ext"
 gcc -O0 -g -o "$WORK/leak_kinds" tests/programs/c/leak_kinds.c
@@ -44,6 +50,10 @@ declare -A CMD=(
 declare -A WALL CODE
 for ((r = 0; r < RUNS; r++)); do
     for w in "${WORKLOADS[@]}"; do
+        t0=$(date +%s.%N)
+        (cd "$WORK/ext" && ${CMD[$w]} >/dev/null 2>&1) || true
+        t1=$(date +%s.%N)
+        WALL[$w-native]+="$(echo "$t1 - $t0" | bc) "
         for e in "${ENGINES[@]}"; do
             out="$WORK/$w-$e-$r.json"
             t0=$(date +%s.%N)
@@ -61,14 +71,18 @@ for ((r = 0; r < RUNS; r++)); do
 done
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-printf '%-8s %-9s %9s %7s %-8s %s\n' workload engine "wall (s)" ratio "exit" "same leaks as valgrind"
+printf '%-8s %-9s %9s %7s %8s %-8s %s\n' workload engine "wall (s)" "/native" "/valgrind" "exit" "same leaks as valgrind"
 DIFFS=""
 for w in "${WORKLOADS[@]}"; do
     base=$(echo "${WALL[$w-valgrind]:-}" | median)
+    native=$(echo "${WALL[$w-native]}" | median)
+    printf '%-8s %-9s %9.2f %7s %8s\n' "$w" native "$native" 1 \
+        "$([ -z "$base" ] || echo "scale=3; $native / $base" | bc)"
     for e in "${ENGINES[@]}"; do
         m=$(echo "${WALL[$w-$e]}" | median)
         ratio=n/a
         [ -z "$base" ] || ratio=$(echo "scale=3; $m / $base" | bc)
+        nratio=$(echo "scale=1; $m / $native" | bc)
         same=yes
         for ((r = 0; r < RUNS; r++)); do
             if ! d=$("$PY" bench/pertest_compare.py --leaks "$WORK/$w-valgrind-0.json" \
@@ -77,7 +91,7 @@ for w in "${WORKLOADS[@]}"; do
                 DIFFS+="$w $e run $r:"$'\n'"$d"$'\n'
             fi
         done
-        printf '%-8s %-9s %9.2f %7s %-8s %s\n' "$w" "$e" "$m" "$ratio" "${CODE[$w-$e]% }" "$same"
+        printf '%-8s %-9s %9.2f %7s %8s %-8s %s\n' "$w" "$e" "$m" "$nratio" "$ratio" "${CODE[$w-$e]% }" "$same"
     done
 done
 [ -z "$DIFFS" ] || printf '\nDifferences (- valgrind, + engine):\n%s' "$DIFFS"

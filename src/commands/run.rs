@@ -116,7 +116,12 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
             std::fs::copy(f, &dest)
                 .with_context(|| format!("cannot copy {} to {}", f.display(), dest.display()))?;
         }
-        notes.push(format!("raw XML kept in {}", dir.display()));
+        let what = if out.engine == crate::cli::Engine::Valgrind {
+            "raw XML"
+        } else {
+            "the runtime's logs"
+        };
+        notes.push(format!("{what} kept in {}", dir.display()));
     }
     if let Some(v) = out
         .valgrind_version

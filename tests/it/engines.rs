@@ -472,3 +472,80 @@ fn lsan_rules_for_the_noise_keep_the_user_s_leaks() {
     );
     assert_eq!(v["summary"]["noise"]["findings"], 0, "{rules}");
 }
+
+/// examples/asan-ext: a CPython extension built with -fsanitize=address
+/// under `--engine asan` and pytest: its overflow and its leak, each under
+/// the test that caused it, at the lines its README shows.
+#[test]
+fn asan_extension_example() {
+    if !liblsan() {
+        common::require_or_skip("no libasan");
+        return;
+    }
+    let Some(py) = common::python_or_skip() else {
+        return;
+    };
+    if !common::python_can_import(&py, "pytest") {
+        common::require_or_skip("no pytest");
+        return;
+    }
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    for f in ["setup.py", "ham.c", "test_ham.py"] {
+        std::fs::copy(
+            common::repo_root().join("examples/asan-ext").join(f),
+            dir.join(f),
+        )
+        .unwrap();
+    }
+    let out = Command::new(&py)
+        .current_dir(dir)
+        .args(["setup.py", "-q", "build_ext", "--inplace"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::show(&out));
+    let pyv = py.to_str().unwrap();
+    let (code, r, err) = run(
+        dir,
+        "asan",
+        &[],
+        &[
+            pyv,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_ham.py",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    let mut got: Vec<String> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "user")
+        .map(|f| {
+            let tests: Vec<&str> = f["tests"]
+                .as_array()
+                .map(|t| t.iter().filter_map(|x| x["test"].as_str()).collect())
+                .unwrap_or_default();
+            format!(
+                "{} {}:{} {:?}",
+                f["kind"].as_str().unwrap(),
+                f["location"]["file"].as_str().unwrap_or("?"),
+                f["location"]["line"],
+                tests
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "InvalidWrite ham.c:20 [\"test_ham.py::test_checksum\"]",
+            "Leak_DefinitelyLost ham.c:35 [\"test_ham.py::test_label\"]",
+        ],
+        "{err}"
+    );
+}
