@@ -10,7 +10,8 @@ function:line), as multisets.
 Prints "OK" and exits 0 when they are identical; else prints the findings
 only in BASE ("-") and only in OTHER ("+") and exits 1. Exit 2: a report
 cannot be read. `--leaks` (bench/engines.sh: a sanitizer engine against
-Valgrind) compares definite and indirect leaks only, without origins.
+Valgrind) compares definite and indirect leaks only, a definite leak by its
+direct bytes.
 Standard library only.
 """
 import collections
@@ -18,7 +19,7 @@ import json
 import sys
 
 
-def signature(f):
+def signature(f, leaks=False):
     loc = f.get("location") or {}
     tests = tuple(sorted((t.get("test"), t.get("bytes")) for t in f.get("tests") or []))
     # The origin: its allocating function and the user's frames (the frames
@@ -36,7 +37,9 @@ def signature(f):
         loc.get("file"),
         loc.get("line"),
         loc.get("function"),
-        f.get("bytes"),
+        # A sanitizer does not say which indirect leaks a direct one holds:
+        # its definite leak's bytes are the direct bytes only.
+        f.get("direct_bytes", f.get("bytes")) if leaks else f.get("bytes"),
         f.get("blocks"),
         f.get("count"),
         tests,
@@ -52,7 +55,7 @@ def user_findings(path, leaks=False):
     with open(path, encoding="utf-8") as fh:
         report = json.load(fh)
     return collections.Counter(
-        signature(f)
+        signature(f, leaks)
         for f in report.get("findings", [])
         if f.get("category") == "user" and (not leaks or f.get("kind") in LEAKS)
     )

@@ -54,6 +54,11 @@ const RUNS: &[(&str, i32)] = &[
         "leakgate analyze fixtures/sanitizers/lsan-preload-leak.txt",
         1,
     ),
+    // docs/engines.md: LeakSanitizer rules for the noise of a log.
+    (
+        "leakgate suppress --format lsan fixtures/sanitizers/lsan-preload-leak.txt -o lsan.supp",
+        0,
+    ),
     // docs/install.md
     ("leakgate completions bash", 0),
     ("leakgate completions zsh", 0),
@@ -128,6 +133,22 @@ const NOT_OFFLINE: &[(&str, &str)] = &[
     (
         "leakgate run -- ./test_leaky",
         "Valgrind, a program and a broken leakgate.toml (project_config:: checks each error)",
+    ),
+    (
+        "leakgate run --engine lsan -- python -m pytest tests/",
+        "liblsan and a pytest suite (engines:: runs its own suites under both engines)",
+    ),
+    (
+        "leakgate run --engine asan -- python -m pytest tests/",
+        "libasan and an extension built with it (engines::asan_extension_example)",
+    ),
+    (
+        "leakgate run --engine lsan --junit leakgate.xml -- python -m pytest tests/",
+        "liblsan and a pytest suite (engines:: runs its own suites under both engines)",
+    ),
+    (
+        "leakgate run --baseline leakgate-baseline.json -- python -m pytest tests/",
+        "Valgrind and a pytest suite: ci_gate::readme_ci_examples_run runs baselines",
     ),
     (
         "leakgate init -- python -m pytest tests/",

@@ -421,27 +421,63 @@ fn lsan_rules_for_the_noise_keep_the_user_s_leaks() {
     }
     let tmp = common::tempdir();
     let dir = tmp.path();
+    // The user's program (src/) and a library that is not theirs (in a
+    // site-packages, without debug info), whose constructor leaks before
+    // main: third-party noise with no frame of the user's.
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join("site-packages/vendor")).unwrap();
     std::fs::copy(
         common::repo_root().join("fixtures/sanitizers/demo.c"),
-        dir.join("demo.c"),
+        dir.join("src/demo.c"),
     )
     .unwrap();
-    let ok = Command::new("gcc")
-        .current_dir(dir)
-        .args(["-O0", "-g", "-o", "demo", "demo.c"])
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    std::fs::write(
+        dir.join("site-packages/vendor/vendor.c"),
+        "#include <stdlib.h>\nvoid *vendor_keep;\n\
+         __attribute__((constructor)) static void vendor_init(void)\n\
+         {\n    vendor_keep = malloc(24);\n    vendor_keep = 0;\n}\n",
+    )
+    .unwrap();
+    let gcc = |args: &[&str]| {
+        let out = Command::new("gcc")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::show(&out));
+    };
+    let lib = dir.join("site-packages/vendor");
+    gcc(&[
+        "-O0",
+        "-shared",
+        "-fPIC",
+        "-o",
+        lib.join("libvendor.so").to_str().unwrap(),
+        lib.join("vendor.c").to_str().unwrap(),
+    ]);
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    let libdir = format!("-L{}", lib.display());
+    gcc(&[
+        "-O0",
+        "-g",
+        "-o",
+        "demo",
+        "src/demo.c",
+        "-Wl,--no-as-needed",
+        &libdir,
+        "-lvendor",
+        &rpath,
+    ]);
     let demo = dir.join("demo");
     let logs = dir.join("logs");
-    let keep = ["--keep-xml", logs.to_str().unwrap()];
+    let keep = ["--keep-xml", logs.to_str().unwrap(), "--src-root", "src"];
     let (_, first, err) = run(dir, "lsan", &keep, &[demo.to_str().unwrap()]);
     let noise = first["summary"]["noise"]["findings"].as_u64().unwrap_or(0);
     assert!(noise > 0, "no noise to write rules for:\n{err}");
     let supp = dir.join("lsan.supp");
     let out = Command::new(common::leakgate_bin())
         .current_dir(dir)
-        .args(["suppress", "--format", "lsan", "-o"])
+        .args(["suppress", "--format", "lsan", "--src-root", "src", "-o"])
         .arg(&supp)
         .arg(&logs)
         .output()
@@ -457,7 +493,16 @@ fn lsan_rules_for_the_noise_keep_the_user_s_leaks() {
     let again = Command::new(common::leakgate_bin())
         .current_dir(dir)
         .env("LSAN_OPTIONS", format!("suppressions={}", supp.display()))
-        .args(["run", "--engine", "lsan", "--format", "json", "--output"])
+        .args([
+            "run",
+            "--engine",
+            "lsan",
+            "--src-root",
+            "src",
+            "--format",
+            "json",
+        ])
+        .arg("--output")
         .arg(dir.join("again.json"))
         .arg("--")
         .arg(&demo)

@@ -254,6 +254,42 @@ pub(super) fn trim_runtime(stack: &mut Vec<RawFrame>, runtime: Option<&str>) {
         module,
     };
     stack.splice(..n, [top]);
+    // glibc's strdup calls the intercepted malloc (LeakSanitizer does not
+    // intercept strdup): `malloc ← __GI___strdup (libc)` is Valgrind's one
+    // `strdup` frame, so the caller owns the block, as under Memcheck.
+    if stack.len() > 1
+        && stack[0].func.as_deref() == Some("malloc")
+        && let Some(name) = stack[1].func.as_deref().and_then(libc_duplicator)
+        && match stack[1].module.as_deref() {
+            Some(m) => basename(m).starts_with("libc.so"),
+            // A symbolised glibc frame names no object: its internal name
+            // or glibc's source file says whose it is.
+            None => {
+                stack[1]
+                    .func
+                    .as_deref()
+                    .is_some_and(|f| f.starts_with("__"))
+                    || stack[1]
+                        .path
+                        .as_deref()
+                        .is_none_or(|p| p.contains("string/str"))
+            }
+        }
+    {
+        stack[0].func = Some(name.to_string());
+        stack[0].ip_text = stack[1].ip_text.clone();
+        stack[0].ip = stack[1].ip;
+        stack.remove(1);
+    }
+}
+
+/// glibc's string duplicators by their internal names (`__GI___strdup`,
+/// `__strdup`): the name Valgrind's replacement has.
+fn libc_duplicator(func: &str) -> Option<&'static str> {
+    let n = func.trim_start_matches("__GI_").trim_start_matches("__");
+    ["strdup", "strndup", "wcsdup"]
+        .into_iter()
+        .find(|d| *d == n)
 }
 
 /// Where each object printed as `(module+0xoffset)` was loaded
