@@ -594,3 +594,96 @@ fn asan_extension_example() {
         "{err}"
     );
 }
+
+/// The per-test machinery under `--engine lsan`: pytest-xdist workers and
+/// shards merged with `leakgate merge` give the serial run's leaks and
+/// tests; `--repeat 2` tells a per-call leak by its growth.
+#[test]
+fn lsan_xdist_repeat_and_merge_as_serial() {
+    if !liblsan() {
+        common::require_or_skip("no liblsan");
+        return;
+    }
+    let Some(py) = common::python_or_skip() else {
+        return;
+    };
+    if !common::python_can_import(&py, "xdist") {
+        common::require_or_skip("no pytest-xdist");
+        return;
+    }
+    let tmp = common::tempdir();
+    let dir = common::build_python_ext_with(&py, "cpython", tmp.path());
+    for f in ["test_suite.py", "conftest.py"] {
+        std::fs::copy(common::programs_dir().join("pytest").join(f), dir.join(f)).unwrap();
+    }
+    let pyv = py.to_str().unwrap();
+    let pytest = |extra: &[&'static str]| -> Vec<String> {
+        let mut v = vec![pyv.to_string()];
+        v.extend(["-m", "pytest", "-q", "-p", "no:cacheprovider"].map(String::from));
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v.push("test_suite.py".into());
+        v
+    };
+    fn as_refs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+    let serial_cmd = pytest(&[]);
+    let (scode, serial, serr) = run(&dir, "lsan", &[], &as_refs(&serial_cmd));
+    assert_eq!(scode, 1, "{serr}");
+    assert!(!user_leaks(&serial).is_empty());
+
+    let xdist_cmd = pytest(&["-n", "2"]);
+    let (xcode, x, xerr) = run(&dir, "lsan", &[], &as_refs(&xdist_cmd));
+    assert_eq!(xcode, 1, "{xerr}");
+    assert_eq!(user_leaks(&x), user_leaks(&serial), "{xerr}");
+
+    // Two shards, merged.
+    let mut shards = Vec::new();
+    for (i, k) in ["per_call", "not per_call"].iter().enumerate() {
+        let json = dir.join(format!("shard{i}.json"));
+        let mut cmd = pytest(&["-k"]);
+        cmd.insert(cmd.len() - 1, k.to_string());
+        let out = Command::new(common::leakgate_bin())
+            .current_dir(&dir)
+            .env_remove("PYTHONMALLOC")
+            .args([
+                "run",
+                "--engine",
+                "lsan",
+                "--fail-on",
+                "none",
+                "--format",
+                "json",
+            ])
+            .arg("--output")
+            .arg(&json)
+            .arg("--")
+            .args(&cmd)
+            .output()
+            .unwrap();
+        assert_eq!(common::code(&out), 0, "{}", common::show(&out));
+        shards.push(json);
+    }
+    let merged = dir.join("merged.json");
+    let out = Command::new(common::leakgate_bin())
+        .current_dir(&dir)
+        .args(["merge", "--format", "json", "--output"])
+        .arg(&merged)
+        .args(&shards)
+        .output()
+        .unwrap();
+    assert_eq!(common::code(&out), 1, "{}", common::show(&out));
+    let m: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_eq!(user_leaks(&m), user_leaks(&serial));
+    assert_eq!(m["engine"]["name"], "lsan", "{}", m["engine"]);
+
+    let (rcode, r, rerr) = run(&dir, "lsan", &["--repeat", "2"], &as_refs(&serial_cmd));
+    assert_eq!(rcode, 1, "{rerr}");
+    let grows = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["category"] == "user" && f["growth"] == "per_call")
+        .count();
+    assert!(grows > 0, "{}", r["findings"]);
+}
