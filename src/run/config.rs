@@ -43,6 +43,14 @@ pub enum RunError {
         "{0} is built with AddressSanitizer (-fsanitize=address), which cannot run under Valgrind; run it with --engine asan, or build it without -fsanitize"
     )]
     SanitizedTarget(PathBuf),
+    #[error(
+        "the target loaded code built with -fsanitize=address, which needs the AddressSanitizer runtime first (\"ASan runtime does not come first\"); --engine {0} preloads another: run it with --engine asan"
+    )]
+    AsanNotFirst(&'static str),
+    #[error(
+        "the target loaded code built with -fsanitize=address (\"ASan runtime does not come first\"), which cannot run under Valgrind: run it with --engine asan, or build it without -fsanitize"
+    )]
+    AsanUnderValgrind,
     #[error("target not found: {0}")]
     TargetMissing(String),
     #[error("cannot start valgrind ({path}): {err}")]

@@ -316,6 +316,17 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         log_text.push_str(l);
         log_text.push('\n');
     }
+    // Code built with -fsanitize=address was loaded into a process whose
+    // first library is not the ASan runtime (`--engine lsan` on an ASan
+    // build): it stops before anything is checked.
+    let not_first = reports
+        .iter()
+        .filter_map(|r| std::fs::read_to_string(r).ok())
+        .chain(std::iter::once(log_text.clone()))
+        .any(|t| t.contains("ASan runtime does not come first"));
+    if not_first {
+        return Err(RunError::AsanNotFirst(engine.name()));
+    }
     let mut cuda_ipc: Vec<(u64, String, u64)> = seen
         .cuda_ipc
         .into_iter()

@@ -113,6 +113,11 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         log_text.push_str(l);
         log_text.push('\n');
     }
+    // An extension built with -fsanitize=address, loaded by a Valgrind'ed
+    // interpreter: its runtime stops the process before anything runs.
+    if log_text.contains("ASan runtime does not come first") {
+        return Err(RunError::AsanUnderValgrind);
+    }
     let mut cuda_ipc: Vec<(u64, String, u64)> = seen
         .cuda_ipc
         .into_iter()

@@ -593,6 +593,22 @@ fn asan_extension_example() {
         ],
         "{err}"
     );
+    // The same build under an engine that does not preload libasan: the
+    // runtime's refusal becomes one line and exit 2, never a pass.
+    let mut engines = vec!["lsan"];
+    if common::has_valgrind() {
+        engines.push("valgrind");
+    }
+    for engine in engines {
+        let out = Command::new(common::leakgate_bin())
+            .current_dir(dir)
+            .args(["run", "--engine", engine, "--", pyv, "-c", "import ham"])
+            .output()
+            .unwrap();
+        let err = common::stderr(&out);
+        assert_eq!(common::code(&out), 2, "{engine}: {err}");
+        assert!(err.contains("--engine asan"), "{engine}: {err}");
+    }
 }
 
 /// The per-test machinery under `--engine lsan`: pytest-xdist workers and
