@@ -95,10 +95,13 @@ pub(super) fn cut_short(rec: &Record, max_frames: usize) -> bool {
         .is_some_and(is_root)
 }
 
+/// How many cut-short records were seen, and the first one's function.
+pub(super) type CutSeen = Arc<Mutex<(u64, Option<String>)>>;
+
 /// An observer counting the final leak records whose stacks were cut
 /// short and hold none of the user's frames (those the first run cannot
 /// judge), and the one such record it saw first (for the note).
-pub(super) fn cut_observer(max_frames: usize) -> (Observer, Arc<Mutex<(u64, Option<String>)>>) {
+pub(super) fn cut_observer(max_frames: usize) -> (Observer, CutSeen) {
     let seen = Arc::new(Mutex::new((0u64, None)));
     let s = seen.clone();
     let obs: Observer = Arc::new(move |rec, att, _p, _suppressed| {

@@ -170,7 +170,9 @@ pub(super) fn is_static_elf(path: &Path) -> Option<bool> {
 /// runtime's entry point `__asan_init` among its symbols): under Valgrind
 /// it aborts before `main`, its shadow memory overlapping Valgrind's.
 pub(super) fn is_asan_elf(path: &Path) -> bool {
-    if is_static_elf(path).is_none() {
+    if is_static_elf(path).is_none()
+        || std::fs::metadata(path).map_or(true, |m| m.len() > 512 << 20)
+    {
         return false;
     }
     let Ok(all) = std::fs::read(path) else {

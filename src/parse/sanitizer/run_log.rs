@@ -64,7 +64,10 @@ struct Place {
 }
 
 /// What a loss record is across reports: its kind and allocation stack.
-fn site(rec: &Record) -> (String, Vec<Option<String>>) {
+/// A leak's site: its kind and its stack's functions.
+type Site = (String, Vec<Option<String>>);
+
+fn site(rec: &Record) -> Site {
     (
         rec.kind.to_string(),
         rec.stack
@@ -152,7 +155,7 @@ pub fn parse_run_log(
     }
     let process = sum.process.clone();
     // The previous check's totals by site; what a snapshot changed.
-    let mut previous: HashMap<(String, Vec<Option<String>>), (u64, u64)> = HashMap::new();
+    let mut previous: HashMap<Site, (u64, u64)> = HashMap::new();
     let mut by_report: Vec<Vec<Record>> = (0..offsets.len()).map(|_| Vec::new()).collect();
     for r in records {
         let i = r.client_msgs as usize;
@@ -171,7 +174,7 @@ pub fn parse_run_log(
             }
             continue;
         }
-        let mut now: HashMap<(String, Vec<Option<String>>), (u64, u64)> = HashMap::new();
+        let mut now: HashMap<Site, (u64, u64)> = HashMap::new();
         let mut firsts: Vec<Record> = Vec::new();
         for r in recs {
             let e = now.entry(site(&r)).or_default();
