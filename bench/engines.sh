@@ -9,6 +9,9 @@
 #           `leakext` (built in place with -O0 -g);
 #   pytest: tests/programs/pytest/test_suite.py over the same extension
 #           (per-test checkpoints, 6 tests);
+#   large:  bench/pertest-suite/ (16 tests doing some work each: a per-call
+#           leak, a cache, a parametrised leak; allocation-heavy);
+# WORKLOADS="c script pytest large" picks some (default: all four);
 # natively (no leakgate: the target alone) and under each engine in ENGINES
 # (default "valgrind lsan asan"; asan preloads libasan into the same
 # uninstrumented programs: its leak check), RUNS times each,
@@ -24,7 +27,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS="${1:-3}"
-ENGINES=(${ENGINES:-valgrind lsan asan})
+read -r -a ENGINES <<<"${ENGINES:-valgrind lsan asan}"
 cargo build --release -q
 LG="$PWD/target/release/leakgate"
 PY=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
@@ -40,25 +43,31 @@ cp tests/programs/cpython/* tests/programs/pytest/test_suite.py \
     tests/programs/pytest/conftest.py "$WORK/ext/"
 (cd "$WORK/ext" && CFLAGS="-O0 -g" "$PY" setup.py -q build_ext --inplace \
     >"$WORK/build.log" 2>&1) || { cat "$WORK/build.log" >&2; exit 2; }
+mkdir -p "$WORK/large"
+cp "$WORK"/ext/leakext*.so bench/pertest-suite/*.py "$WORK/large/"
 
-WORKLOADS=(c script pytest)
+read -r -a WORKLOADS <<<"${WORKLOADS:-c script pytest large}"
+declare -A DIR=([c]=ext [script]=ext [pytest]=ext [large]=large)
 declare -A CMD=(
     [c]="$WORK/leak_kinds"
     [script]="$PY test.py"
     [pytest]="$PY -m pytest -q -p no:cacheprovider test_suite.py"
+    [large]="$PY -m pytest -q -p no:cacheprovider $(cd bench/pertest-suite && echo test_*.py)"
 )
 declare -A WALL CODE
 for ((r = 0; r < RUNS; r++)); do
     for w in "${WORKLOADS[@]}"; do
         t0=$(date +%s.%N)
-        (cd "$WORK/ext" && ${CMD[$w]} >/dev/null 2>&1) || true
+        # shellcheck disable=SC2086 # CMD holds a command line to split
+        (cd "$WORK/${DIR[$w]}" && ${CMD[$w]} >/dev/null 2>&1) || true
         t1=$(date +%s.%N)
         WALL[$w-native]+="$(echo "$t1 - $t0" | bc) "
         for e in "${ENGINES[@]}"; do
             out="$WORK/$w-$e-$r.json"
             t0=$(date +%s.%N)
             set +e
-            (cd "$WORK/ext" && env -u PYTHONMALLOC -u LSAN_OPTIONS -u ASAN_OPTIONS \
+            # shellcheck disable=SC2086 # CMD holds a command line to split
+            (cd "$WORK/${DIR[$w]}" && env -u PYTHONMALLOC -u LSAN_OPTIONS -u ASAN_OPTIONS \
                 "$LG" run --engine "$e" --format json --output "$out" -- ${CMD[$w]} \
                 >/dev/null 2>"$WORK/$w-$e-$r.err")
             c=$?
