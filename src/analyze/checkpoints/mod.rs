@@ -265,6 +265,9 @@ fn serial_order(order: &mut [Ckpt], markers: &HashMap<Ckpt, Marker>) {
         let phase = match markers[c].kind.as_str() {
             "start" => 0u8,
             "finish" => 2,
+            // A sanitizer's exit check after the last checkpoint (the
+            // `exit` snapshot parse::sanitizer makes of it).
+            "exit" => 3,
             _ => 1,
         };
         (phase, idx.get(c).copied().unwrap_or(0))

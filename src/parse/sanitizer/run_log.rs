@@ -153,6 +153,21 @@ pub fn parse_run_log(
             Line::End => {}
         }
     }
+    // The exit check after the last checkpoint of a per-test run: what grew
+    // since that checkpoint gets a snapshot of its own (kind `exit`), so
+    // that a leak first seen there (an object the garbage collector listed
+    // until the probe's exit hook took it out) is told from one made before
+    // the first test (at import), which the start checkpoint had already.
+    let total = sum.process.client_messages.len() as u32;
+    let exit_at = places
+        .iter()
+        .position(|p| !p.snapshot && p.markers == total && total > 0);
+    if exit_at.is_some() {
+        sum.process.client_messages.push(format!(
+            "{MARKER_PREFIX}{{\"v\":1,\"kind\":\"exit\",\"label\":\"at exit (the runtime's exit check: leaks of objects the garbage collector listed show here)\",\"seq\":{}}}",
+            total + 1
+        ));
+    }
     let process = sum.process.clone();
     // The previous check's totals by site; what a snapshot changed.
     let mut previous: HashMap<Site, (u64, u64)> = HashMap::new();
@@ -167,50 +182,78 @@ pub fn parse_run_log(
     for (i, recs) in by_report.into_iter().enumerate() {
         let place = &places[i];
         if !place.snapshot {
+            let mut finals = place.markers;
+            if exit_at == Some(i) {
+                finals += 1;
+                emitted += emit_changes(&recs, &mut previous, finals, &process, sink);
+            }
             for mut r in recs {
-                r.client_msgs = place.markers;
+                r.client_msgs = finals;
                 emitted += 1;
                 sink(r, &process);
             }
             continue;
         }
-        let mut now: HashMap<Site, (u64, u64)> = HashMap::new();
-        let mut firsts: Vec<Record> = Vec::new();
-        for r in recs {
-            let e = now.entry(site(&r)).or_default();
-            if e.0 == 0 && e.1 == 0 {
-                firsts.push(r.clone());
-            }
-            e.0 += r.leaked_bytes.unwrap_or(0);
-            e.1 += r.leaked_blocks.unwrap_or(0);
+        if place.start {
+            previous = totals(&recs).0;
+        } else {
+            emitted += emit_changes(&recs, &mut previous, place.markers, &process, sink);
         }
-        if !place.start {
-            let n = firsts.len();
-            for (k, mut r) in firsts.into_iter().enumerate() {
-                let key = site(&r);
-                let (bytes, blocks) = now[&key];
-                let (pb, pk) = previous.get(&key).copied().unwrap_or((0, 0));
-                if (bytes, blocks) == (pb, pk) {
-                    continue;
-                }
-                let db = bytes as i64 - pb as i64;
-                let dk = blocks as i64 - pk as i64;
-                r.what = format!(
-                    "{bytes} ({db:+}) bytes in {blocks} ({dk:+}) blocks are {} lost in loss record {} of {n}",
-                    lost_word(&r.kind),
-                    k + 1
-                );
-                r.leaked_bytes = Some(bytes);
-                r.leaked_blocks = Some(blocks);
-                r.client_msgs = place.markers;
-                emitted += 1;
-                sink(r, &process);
-            }
-        }
-        previous = now;
     }
     sum.process.records = emitted;
     Ok(sum)
+}
+
+/// The totals of a report by site, and the first record of each site.
+fn totals(recs: &[Record]) -> (HashMap<Site, (u64, u64)>, Vec<Record>) {
+    let mut now: HashMap<Site, (u64, u64)> = HashMap::new();
+    let mut firsts: Vec<Record> = Vec::new();
+    for r in recs {
+        let e = now.entry(site(r)).or_default();
+        if e.0 == 0 && e.1 == 0 {
+            firsts.push(r.clone());
+        }
+        e.0 += r.leaked_bytes.unwrap_or(0);
+        e.1 += r.leaked_blocks.unwrap_or(0);
+    }
+    (now, firsts)
+}
+
+/// Emits what changed since `previous` as Memcheck's changed-leak records
+/// (`48 (+48) bytes in 1 (+1) blocks ...`) after marker `markers`, and
+/// makes this report the previous one; returns how many were emitted.
+fn emit_changes(
+    recs: &[Record],
+    previous: &mut HashMap<Site, (u64, u64)>,
+    markers: u32,
+    process: &ProcessInfo,
+    sink: &mut dyn FnMut(Record, &ProcessInfo),
+) -> u64 {
+    let (now, firsts) = totals(recs);
+    let n = firsts.len();
+    let mut emitted = 0;
+    for (k, mut r) in firsts.into_iter().enumerate() {
+        let key = site(&r);
+        let (bytes, blocks) = now[&key];
+        let (pb, pk) = previous.get(&key).copied().unwrap_or((0, 0));
+        if (bytes, blocks) == (pb, pk) {
+            continue;
+        }
+        let db = bytes as i64 - pb as i64;
+        let dk = blocks as i64 - pk as i64;
+        r.what = format!(
+            "{bytes} ({db:+}) bytes in {blocks} ({dk:+}) blocks are {} lost in loss record {} of {n}",
+            lost_word(&r.kind),
+            k + 1
+        );
+        r.leaked_bytes = Some(bytes);
+        r.leaked_blocks = Some(blocks);
+        r.client_msgs = markers;
+        emitted += 1;
+        sink(r, process);
+    }
+    *previous = now;
+    emitted
 }
 
 /// A log without the probe's lines: each leak report of a process lists

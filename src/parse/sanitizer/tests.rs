@@ -95,12 +95,9 @@ fn lsan_preload_leak() {
     assert_eq!(r.stack[4].obj.as_deref(), Some("/src/demo"));
     assert_eq!(at(&r.stack[2]), "../sysdeps/nptl/libc_start_call_main.h:58");
     assert_eq!(r.stack[2].obj, None, "libc's load address is not printed");
-    assert_eq!(
-        funcs(&recs[3].stack)[..4],
-        ["malloc", "__GI___strdup", "make", "main"]
-    );
-    assert_eq!(at(&recs[3].stack[1]), "string/strdup.c:42");
-    assert_eq!(at(&recs[3].stack[2]), "/src/demo.c:9");
+    // `malloc ← __GI___strdup` is one `strdup` frame, as under Memcheck.
+    assert_eq!(funcs(&recs[3].stack)[..3], ["strdup", "make", "main"]);
+    assert_eq!(at(&recs[3].stack[1]), "/src/demo.c:9");
     let uniques: Vec<_> = recs.iter().map(|r| r.unique.unwrap()).collect();
     assert_eq!(uniques, [0, 1, 2, 3, 4]);
 }
@@ -116,7 +113,7 @@ fn log_path_file_and_fast_unwind() {
     assert_eq!(recs.len(), 4);
     assert_eq!(recs[3].leaked_bytes, Some(13));
     assert_eq!(recs[3].leaked_blocks, Some(2));
-    assert_eq!(funcs(&recs[3].stack), ["malloc", "__GI___strdup"]);
+    assert_eq!(funcs(&recs[3].stack), ["strdup"]);
 }
 
 #[test]
