@@ -27,7 +27,8 @@
 //! [`crate::util::shell_join`]), `files` (the private directory and the XML files in
 //! it), `supervise` (waiting, timeouts, forwarded signals), `children`
 //! (reaping, the default `--trace-children-skip`), `signals` (handlers,
-//! group kill), `progress` (the line), `stderr` (the watcher), `passcred`
+//! group kill), `space` (XML cut short by a full disk or the file-size
+//! limit), `progress` (the line), `stderr` (the watcher), `passcred`
 //! (who wrote to stderr).
 
 pub mod children;
@@ -38,6 +39,7 @@ mod passcred;
 pub mod progress;
 mod sanitizer;
 pub mod signals;
+mod space;
 pub mod stderr;
 mod supervise;
 mod target;
@@ -52,6 +54,7 @@ pub use config::{DEFAULT_SHOW_LEAK_KINDS, PerTest, RunConfig, RunError, RunOutco
 pub use progress::ProgressMode;
 pub use sanitizer::{LSAN_EXIT_CODE, find_runtime};
 pub use signals::signal_name;
+pub use space::{diagnose as space_problem, survive_file_size_limit};
 pub use supervise::{exit_status, parse_duration};
 pub use target::{
     find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target,
@@ -60,6 +63,7 @@ pub use target::{
 
 /// Runs the target under the engine `cfg.engine` names and waits for it.
 pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
+    survive_file_size_limit();
     match cfg.engine {
         crate::cli::Engine::Valgrind => valgrind::run(cfg),
         crate::cli::Engine::Lsan | crate::cli::Engine::Asan => sanitizer::run(cfg),

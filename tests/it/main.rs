@@ -51,3 +51,4 @@ mod suppress_diff;
 mod suppressions_cli;
 mod unhandled;
 mod versions;
+mod xml_space;
