@@ -27,7 +27,8 @@
 //! [`crate::util::shell_join`]), `files` (the private directory and the XML files in
 //! it), `supervise` (waiting, timeouts, forwarded signals), `children`
 //! (reaping, the default `--trace-children-skip`), `signals` (handlers,
-//! group kill), `space` (XML cut short by a full disk or the file-size
+//! group kill), `workers` (`-n auto`: the worker count from the
+//! tests collected natively), `space` (XML cut short by a full disk or the file-size
 //! limit), `progress` (the line), `stderr` (the watcher), `passcred`
 //! (who wrote to stderr).
 
@@ -44,6 +45,7 @@ pub mod stderr;
 mod supervise;
 mod target;
 mod valgrind;
+mod workers;
 
 use std::path::Path;
 use std::process::Command;

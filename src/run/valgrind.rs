@@ -1,7 +1,8 @@
 //! The Valgrind engine: Memcheck with `--leak-check=full`, one XML file per
 //! process (`vg.%p.%n.xml`) in the private directory, children traced,
 //! `PYTHONMALLOC=malloc` and the probe for Python targets, pytest-xdist
-//! workers under Valgrind with a native controller; and the version check
+//! workers under Valgrind with a native controller (`-n auto` resolved from
+//! the tests, collected natively: `workers`); and the version check
 //! that refuses what this Valgrind cannot do before anything runs.
 
 use std::path::Path;
@@ -12,7 +13,7 @@ use super::target::{
     find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target,
     valgrind_lib_for,
 };
-use super::{command, files, launch, target};
+use super::{command, files, launch, target, workers};
 
 /// Runs the target under Valgrind and waits for it.
 pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
@@ -29,6 +30,17 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         ));
         target_argv[0] = real.display().to_string();
     }
+    // `-n auto`: the worker count from the tests, collected natively.
+    if let Some(c) = workers::resolve_auto(&target_argv, cfg.repeat) {
+        target_argv = c.argv;
+        environment.push(c.note);
+    }
+    // The user's argv[0] with the arguments that run (`-n auto` resolved).
+    let cmd_argv: Vec<String> = cfg.cmd[..1]
+        .iter()
+        .chain(&target_argv[1..])
+        .cloned()
+        .collect();
     // Only for an explicit --valgrind: the one on PATH is at its prefix.
     let valgrind_lib = cfg
         .valgrind
@@ -60,7 +72,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     // pytest-xdist: the controller runs no test; it runs natively and the
     // plugin starts each worker under Valgrind (a core and Valgrind's
     // start-up saved for the workers).
-    let xdist = per_test && is_xdist_target(&cfg.cmd);
+    let xdist = per_test && is_xdist_target(&cmd_argv);
     let mut cmd = if xdist {
         let mut c = Command::new(&target_argv[0]);
         c.args(&target_argv[1..]);
