@@ -27,7 +27,8 @@
 //! [`crate::util::shell_join`]), `files` (the private directory and the XML files in
 //! it), `supervise` (waiting, timeouts, forwarded signals), `children`
 //! (reaping, the default `--trace-children-skip`), `signals` (handlers,
-//! group kill), `workers` (`-n auto`: the worker count from the
+//! group kill), `precompile` (the probe's byte code
+//! compiled natively), `workers` (`-n auto`: the worker count from the
 //! tests collected natively), `space` (XML cut short by a full disk or the file-size
 //! limit), `progress` (the line), `stderr` (the watcher), `passcred`
 //! (who wrote to stderr).
@@ -37,6 +38,7 @@ mod command;
 mod config;
 mod files;
 mod passcred;
+mod precompile;
 pub mod progress;
 mod sanitizer;
 pub mod signals;

@@ -13,7 +13,7 @@ use super::target::{
     find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target,
     valgrind_lib_for,
 };
-use super::{command, files, launch, target, workers};
+use super::{command, files, launch, precompile, target, workers};
 
 /// Runs the target under Valgrind and waits for it.
 pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
@@ -96,6 +96,10 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     if per_test || python {
         let probe =
             crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
+        // Its byte code compiled natively, not by each process under Valgrind.
+        if let Some(py) = precompile::interpreter(&cfg.cmd[0], Path::new(&target_argv[0])) {
+            precompile::compile_dir(&py, &probe);
+        }
         command::set_probe(&mut cmd, &mut environment, &probe, pytest, per_test, cfg);
     }
     let valgrind_command = if xdist {
