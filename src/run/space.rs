@@ -65,7 +65,7 @@ pub fn diagnose(
 ) -> Option<(String, Vec<PathBuf>)> {
     let cut: Vec<(PathBuf, u64)> = reports
         .iter()
-        .filter(|p| !ends_complete(p))
+        .filter(|p| !ends_complete(p) && !is_pre_exec(p, reports))
         .map(|p| (p.clone(), std::fs::metadata(p).map_or(0, |m| m.len())))
         .collect();
     let cause = cause(dir, &cut, log, exits)?;
@@ -179,6 +179,25 @@ fn ends_complete(p: &Path) -> bool {
     String::from_utf8_lossy(&buf)
         .trim_end()
         .ends_with("</valgrindoutput>")
+}
+
+/// Whether `p` is the part of a process before a traced exec, which ends
+/// without the closing tag by design: `vg.PID.N.xml` with N >= 2 beside
+/// the `vg.PID.1.xml` of the same process after its exec.
+fn is_pre_exec(p: &Path, reports: &[PathBuf]) -> bool {
+    let name = p.file_name().unwrap_or_default().to_string_lossy();
+    let mut parts = name.split('.');
+    let (Some("vg"), Some(pid), Some(n), Some("xml"), None) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return false;
+    };
+    let after = p.with_file_name(format!("vg.{pid}.1.xml"));
+    n.parse::<u32>().is_ok_and(|n| n >= 2) && reports.contains(&after)
 }
 
 /// Writes [`PROBE_BYTES`] into a new file in `dir` (removed again): the

@@ -12,7 +12,12 @@ fn complete_and_cut_files() {
     assert!(ends_complete(&whole));
     assert!(!ends_complete(&cut));
     // Plenty of room, no limit, no log: not a space problem.
-    let none = diagnose(dir.path(), std::slice::from_ref(&whole), "", &HashMap::new());
+    let none = diagnose(
+        dir.path(),
+        std::slice::from_ref(&whole),
+        "",
+        &HashMap::new(),
+    );
     assert!(none.is_none());
     // Valgrind's own message names the disk.
     let (text, empty) = diagnose(
@@ -41,4 +46,25 @@ fn killed_by_sigxfsz_is_the_file_size_limit() {
     assert!(text.starts_with("the file-size limit"), "{text}");
     assert!(text.contains("ulimit -f unlimited"), "{text}");
     assert_eq!(empty, vec![cut]);
+}
+
+#[test]
+fn a_pre_exec_part_is_not_cut_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = dir.path().join("vg.42.2.xml");
+    let after = dir.path().join("vg.42.1.xml");
+    let fork = dir.path().join("vg.43.2.xml");
+    for p in [&before, &fork] {
+        std::fs::write(p, "<valgrindoutput>\n<preamble>").unwrap();
+    }
+    std::fs::write(&after, "<valgrindoutput>\n</valgrindoutput>\n").unwrap();
+    let reports = vec![before.clone(), after, fork.clone()];
+    assert!(is_pre_exec(&before, &reports));
+    assert!(!is_pre_exec(&fork, &reports), "a fork child's file, cut");
+    let log = "No space left on device";
+    let (text, _) = diagnose(dir.path(), &reports, log, &HashMap::new()).unwrap();
+    assert!(
+        text.contains("1 of 3 XML reports cut short (vg.43.2.xml"),
+        "{text}"
+    );
 }
