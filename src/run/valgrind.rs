@@ -97,7 +97,12 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         let probe =
             crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
         // Its byte code compiled natively, not by each process under Valgrind.
-        if let Some(py) = precompile::interpreter(&cfg.cmd[0], Path::new(&target_argv[0])) {
+        let run_path = if target_argv[0] == cfg.cmd[0] {
+            target.clone()
+        } else {
+            std::path::PathBuf::from(&target_argv[0]) // the shim's interpreter
+        };
+        if let Some(py) = precompile::interpreter(&cfg.cmd[0], &run_path) {
             precompile::compile_dir(&py, &probe);
         }
         command::set_probe(&mut cmd, &mut environment, &probe, pytest, per_test, cfg);
