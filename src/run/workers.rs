@@ -4,8 +4,8 @@
 //! small suite. leakgate collects the tests natively first (`--collect-only
 //! -q` with the user's arguments and `-n 0`, not under Valgrind) and picks
 //! the count itself: one worker per [`TESTS_PER_WORKER`] test runs, at most
-//! one per available core, and no workers (`-n 0`) when that leaves fewer
-//! than two. The argv then carries the number (`-n auto` → `-n 2`, the form
+//! one per idle core (available cores less those other processes keep
+//! busy now), and no workers (`-n 0`) when that leaves fewer than two. The argv then carries the number (`-n auto` → `-n 2`, the form
 //! the user wrote kept) and the report says what was chosen. `-n logical`
 //! is the same. A collection that fails leaves `-n auto` to pytest-xdist,
 //! and says so.
@@ -86,6 +86,34 @@ fn with_workers(argv: &[String], slot: &Slot, n: &str) -> Vec<String> {
 pub(super) fn choose(runs: u64, cores: u64) -> u64 {
     let w = (runs / TESTS_PER_WORKER).min(cores);
     if w < 2 { 0 } else { w }
+}
+
+/// Cores other processes keep busy right now: the runnable tasks of
+/// `/proc/loadavg` (its fourth field, `3/120`), less this one, the median
+/// of 5 looks 20 ms apart (the load average itself lags by a minute, and
+/// would count the run before this one).
+fn busy_cores() -> Option<u64> {
+    let mut seen = Vec::new();
+    for i in 0..5 {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+        seen.push(runnable(&text)?.saturating_sub(1));
+    }
+    seen.sort_unstable();
+    Some(seen[seen.len() / 2])
+}
+
+/// The runnable tasks of a `/proc/loadavg` line.
+fn runnable(loadavg: &str) -> Option<u64> {
+    loadavg
+        .split_whitespace()
+        .nth(3)?
+        .split('/')
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// The number of tests pytest's `--collect-only` output reports: its
@@ -176,7 +204,10 @@ pub(super) fn resolve_auto(argv: &[String], repeat: u32) -> Option<Choice> {
         Slot::Next(i) => format!("{} {}", argv[i - 1], argv[*i]),
         Slot::Joined(i, _) => argv[*i].clone(),
     };
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    let all = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    // Cores other jobs keep busy now are no cores for workers.
+    let busy = busy_cores().unwrap_or(0).min(all.saturating_sub(1));
+    let cores = all - busy;
     let tests = match collect(argv, &slot, None) {
         Ok(n) => n,
         Err(why) => {
@@ -192,23 +223,28 @@ pub(super) fn resolve_auto(argv: &[String], repeat: u32) -> Option<Choice> {
     let n = choose(runs, cores);
     let why = if n == 0 {
         format!(
-            "fewer than {} test runs per worker for two workers: each worker's start-up under Valgrind would cost more than it saves",
+            "fewer than {} test runs per worker for two workers, or fewer than two idle cores: each worker's start-up under Valgrind would cost more than it saves",
             TESTS_PER_WORKER
         )
     } else {
-        format!("one worker per {TESTS_PER_WORKER} test runs, at most one per core")
+        format!("one worker per {TESTS_PER_WORKER} test runs, at most one per idle core")
     };
     Some(Choice {
         argv: with_workers(argv, &slot, &n.to_string()),
         note: format!(
-            "{given}: {}{}, {} → -n {n} (set by leakgate: {why})",
+            "{given}: {}{}, {}{} → -n {n} (set by leakgate: {why})",
             plural(tests, "test", "tests"),
             if repeat > 1 {
                 format!(" × {repeat} (--repeat)")
             } else {
                 String::new()
             },
-            plural(cores, "core", "cores"),
+            plural(all, "core", "cores"),
+            if busy > 0 {
+                format!(" ({busy} busy with other work)")
+            } else {
+                String::new()
+            },
         ),
     })
 }

@@ -82,3 +82,10 @@ fn collected_counts() {
     );
     assert_eq!(count_collected("garbage\n"), None);
 }
+
+#[test]
+fn runnable_tasks() {
+    assert_eq!(runnable("3.29 3.22 2.90 3/120 21111\n"), Some(3));
+    assert_eq!(runnable("0.00 0.01 0.05 1/88 7"), Some(1));
+    assert_eq!(runnable("garbage"), None);
+}
