@@ -94,8 +94,24 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     // lists, and with checkpoints its pytest plugin takes them.
     let python = is_python_target(&cfg.cmd[0], &target);
     if per_test || python {
-        let probe =
-            crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
+        let probe = crate::probe::write_probe(&dir.path().join("probe")).map_err(|e| {
+            // A full disk or the file-size limit: name the directory and the way out.
+            let room = matches!(
+                e.raw_os_error(),
+                Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG)
+            );
+            RunError::TempDir(if room {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{e}: the probe package could not be written into {}; point leakgate at a directory with room: TMPDIR=/path/with/room leakgate run …",
+                        dir.path().display()
+                    ),
+                )
+            } else {
+                e
+            })
+        })?;
         // Its byte code compiled natively, not by each process under Valgrind.
         let run_path = if target_argv[0] == cfg.cmd[0] {
             target.clone()
