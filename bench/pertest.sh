@@ -9,12 +9,18 @@
 #          suite of tests/it/per_test.rs);
 #   large: bench/pertest-suite/ (16 tests doing some work each, with a per-call
 #          leak, a cache, a parametrised leak and one UninitCondition).
-# in four configurations, RUNS times each, alternating (the order rotates every
+# in six configurations, RUNS times each, alternating (the order rotates every
 # round):
-#   serial:  no extra flags;
-#   xdist:   `-n 2` to pytest (pytest-xdist);
-#   origins: `--origins auto` to leakgate run;
-#   both:    both.
+#   serial:   no extra flags;
+#   xdist:    `-n 2` to pytest (pytest-xdist);
+#   origins:  `--origins auto` to leakgate run;
+#   both:     both;
+#   auto:     `-n auto` to pytest: leakgate collects the tests natively and
+#             picks the workers (src/run/workers.rs; the report's environment
+#             says what it chose, printed below the table);
+#   autoboth: `-n auto` and `--origins auto`.
+# MODES="serial auto autoboth" picks configurations (default: all six; serial
+# is always run, it is the baseline).
 # Prints a table of medians (wall seconds; the ratio to serial; CPU seconds,
 # user + system of leakgate, Valgrind and every traced process), leakgate's exit
 # codes, and whether each configuration's user findings (kind, location, bytes,
@@ -28,8 +34,8 @@
 #        to python3 and needs pytest, and pytest-xdist for -n 2; needs
 #        valgrind and a C compiler; work files in
 #        ${TMPDIR:-/tmp}/leakgate-bench-pertest. One round of serial and -n 2
-#        on both suites took 7.5 min on 2 cores: 4 configurations x 3 runs,
-#        the default, take about 45 min)
+#        on both suites took 7.5 min on 2 cores: 6 configurations x 3 runs,
+#        the default, take about 70 min; SUITES=small alone about 9 min)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS="${1:-3}"
@@ -48,12 +54,16 @@ declare -A WHY NA
 LG_HELP=$("$LG" run --help)
 [[ "$LG_HELP" == *--origins* ]] || WHY[origins]="leakgate has no --origins"
 [ -z "${WHY[xdist]:-}" ] || NA[xdist]="n/a (${WHY[xdist]})"
+[ -z "${WHY[xdist]:-}" ] || NA[auto]="n/a (${WHY[xdist]})"
 [ -z "${WHY[origins]:-}" ] || NA[origins]="n/a (${WHY[origins]})"
 if [ -n "${WHY[xdist]:-}${WHY[origins]:-}" ]; then
     NA[both]="n/a (${WHY[xdist]:-}${WHY[xdist]:+${WHY[origins]:+; }}${WHY[origins]:-})"
+    NA[autoboth]="${NA[both]}"
 fi
-CONFIGS=(serial xdist origins both)
-declare -A LABEL=([serial]="serial default" [xdist]="-n 2" [origins]="--origins auto" [both]="-n 2 --origins auto")
+read -r -a CONFIGS <<<"${MODES:-serial xdist origins both auto autoboth}"
+[[ " ${CONFIGS[*]} " == *" serial "* ]] || CONFIGS=(serial "${CONFIGS[@]}")
+declare -A LABEL=([serial]="serial default" [xdist]="-n 2" [origins]="--origins auto" [both]="-n 2 --origins auto"
+    [auto]="-n auto" [autoboth]="-n auto --origins auto")
 ACTIVE=()
 for c in "${CONFIGS[@]}"; do [ -n "${NA[$c]:-}" ] || ACTIVE+=("$c"); done
 
@@ -84,6 +94,8 @@ measure() {
         xdist) pyflags+=(-n 2) ;;
         origins) lgflags=(--origins auto) ;;
         both) pyflags+=(-n 2); lgflags=(--origins auto) ;;
+        auto) pyflags+=(-n auto) ;;
+        autoboth) pyflags+=(-n auto); lgflags=(--origins auto) ;;
     esac
     # shellcheck disable=SC2086 # FILES are plain file names
     (cd "$WORK/$suite" && env -u PYTEST_PLUGINS -u PYTHONPATH -u PYTHONMALLOC PYTHONDONTWRITEBYTECODE=1 \
@@ -133,14 +145,14 @@ ntests() { "$PY" -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["p
 echo
 echo "leakgate $("$LG" --version | awk 'NR == 1 {print $2}'), $("$PY" -c 'import platform, pytest; print("Python", platform.python_version(), "pytest", pytest.__version__)'), $(nproc) cores, medians of $RUNS runs"
 echo
-echo "| suite (tests)  | configuration        | wall (s) | vs serial | CPU (s) | leakgate exit | findings vs serial |"
-echo "|----------------|----------------------|----------|-----------|---------|---------------|--------------------|"
+echo "| suite (tests)  | configuration          | wall (s) | vs serial | CPU (s) | leakgate exit | findings vs serial |"
+echo "|----------------|------------------------|----------|-----------|---------|---------------|--------------------|"
 for suite in "${SUITES[@]}"; do
     name="$suite ($(ntests "$WORK/$suite.serial.1.json"))"
     s=$(median <<<"${T[$suite.serial]}")
     for cfg in "${CONFIGS[@]}"; do
         if [ -n "${NA[$cfg]:-}" ]; then
-            printf '| %-14s | %-20s | %s |\n' "$name" "${LABEL[$cfg]}" "${NA[$cfg]}"
+            printf '| %-14s | %-22s | %s |\n' "$name" "${LABEL[$cfg]}" "${NA[$cfg]}"
             continue
         fi
         t=$(median <<<"${T[$suite.$cfg]}")
@@ -150,7 +162,7 @@ for suite in "${SUITES[@]}"; do
         [ "$cfg" != serial ] || [ "$RUNS" -gt 1 ] || cmp="(baseline)"
         awk -v n="$name" -v l="${LABEL[$cfg]}" -v t="$t" -v s="$s" -v u="$cpu" -v c="$codes" -v m="$cmp" 'BEGIN {
             r = s > 0 ? sprintf("%8.2fx", t / s) : "        -";
-            printf "| %-14s | %-20s | %8.1f | %s | %7.1f | %13s | %-18s |\n", n, l, t, r, u, c, m }'
+            printf "| %-14s | %-22s | %8.1f | %s | %7.1f | %13s | %-18s |\n", n, l, t, r, u, c, m }'
     done
 done
 echo
@@ -167,4 +179,12 @@ if [ -n "$DIFFS" ]; then
 else
     echo "user findings: every run identical to serial run 1"
 fi
+for suite in "${SUITES[@]}"; do
+    for cfg in auto autoboth; do
+        f="$WORK/$suite.$cfg.1.json"
+        [ -f "$f" ] || continue
+        chose=$("$PY" -c 'import json, sys; print("; ".join(e.split(" (set by")[0] for e in json.load(open(sys.argv[1]))["environment"] if "-n auto:" in e))' "$f" 2>/dev/null || true)
+        echo "$suite, ${LABEL[$cfg]}: ${chose:-no choice reported}"
+    done
+done
 echo "(reports and pytest output: $WORK/SUITE.CONFIG.RUN.{json,log})"

@@ -140,12 +140,19 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         );
     }
     let mut problems = Vec::new();
-    if out.reports.is_empty() {
+    let mut exits: HashMap<u64, ExitStatus> = out.exits.clone();
+    exits.insert(u64::from(out.pid), out.exit.clone());
+    // A full disk or the file-size limit: named, its empty files missing.
+    if out.engine == crate::cli::Engine::Valgrind
+        && let Some((why, empty)) =
+            run::space_problem(out.dir.path(), &out.reports, &out.log, &exits)
+    {
+        out.reports.retain(|p| !empty.contains(p));
+        problems.push(why);
+    } else if out.reports.is_empty() {
         problems
             .push("Valgrind wrote no XML report (it failed to start or was killed)".to_string());
     }
-    let mut exits: HashMap<u64, ExitStatus> = out.exits.clone();
-    exits.insert(u64::from(out.pid), out.exit.clone());
     let options = analyze::Options {
         hide_noise_reachable: out.added_reachable,
         origins: None,

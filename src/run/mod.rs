@@ -27,7 +27,10 @@
 //! [`crate::util::shell_join`]), `files` (the private directory and the XML files in
 //! it), `supervise` (waiting, timeouts, forwarded signals), `children`
 //! (reaping, the default `--trace-children-skip`), `signals` (handlers,
-//! group kill), `progress` (the line), `stderr` (the watcher), `passcred`
+//! group kill), `precompile` (the probe's byte code
+//! compiled natively), `workers` (`-n auto`: the worker count from the
+//! tests collected natively), `space` (XML cut short by a full disk or the file-size
+//! limit), `progress` (the line), `stderr` (the watcher), `passcred`
 //! (who wrote to stderr).
 
 pub mod children;
@@ -35,13 +38,16 @@ mod command;
 mod config;
 mod files;
 mod passcred;
+mod precompile;
 pub mod progress;
 mod sanitizer;
 pub mod signals;
+mod space;
 pub mod stderr;
 mod supervise;
 mod target;
 mod valgrind;
+mod workers;
 
 use std::path::Path;
 use std::process::Command;
@@ -52,6 +58,7 @@ pub use config::{DEFAULT_SHOW_LEAK_KINDS, PerTest, RunConfig, RunError, RunOutco
 pub use progress::ProgressMode;
 pub use sanitizer::{LSAN_EXIT_CODE, find_runtime};
 pub use signals::signal_name;
+pub use space::{diagnose as space_problem, survive_file_size_limit};
 pub use supervise::{exit_status, parse_duration};
 pub use target::{
     find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target,
@@ -60,6 +67,7 @@ pub use target::{
 
 /// Runs the target under the engine `cfg.engine` names and waits for it.
 pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
+    survive_file_size_limit();
     match cfg.engine {
         crate::cli::Engine::Valgrind => valgrind::run(cfg),
         crate::cli::Engine::Lsan | crate::cli::Engine::Asan => sanitizer::run(cfg),

@@ -1,7 +1,8 @@
 //! The Valgrind engine: Memcheck with `--leak-check=full`, one XML file per
 //! process (`vg.%p.%n.xml`) in the private directory, children traced,
 //! `PYTHONMALLOC=malloc` and the probe for Python targets, pytest-xdist
-//! workers under Valgrind with a native controller; and the version check
+//! workers under Valgrind with a native controller (`-n auto` resolved from
+//! the tests, collected natively: `workers`); and the version check
 //! that refuses what this Valgrind cannot do before anything runs.
 
 use std::path::Path;
@@ -12,7 +13,7 @@ use super::target::{
     find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target,
     valgrind_lib_for,
 };
-use super::{command, files, launch, target};
+use super::{command, files, launch, precompile, target, workers};
 
 /// Runs the target under Valgrind and waits for it.
 pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
@@ -32,6 +33,17 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         ));
         target_argv[0] = real.display().to_string();
     }
+    // `-n auto`: the worker count from the tests, collected natively.
+    if let Some(c) = workers::resolve_auto(&target_argv, cfg.repeat) {
+        target_argv = c.argv;
+        environment.push(c.note);
+    }
+    // The user's argv[0] with the arguments that run (`-n auto` resolved).
+    let cmd_argv: Vec<String> = cfg.cmd[..1]
+        .iter()
+        .chain(&target_argv[1..])
+        .cloned()
+        .collect();
     // Only for an explicit --valgrind: the one on PATH is at its prefix.
     let valgrind_lib = cfg
         .valgrind
@@ -63,7 +75,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     // pytest-xdist: the controller runs no test; it runs natively and the
     // plugin starts each worker under Valgrind (a core and Valgrind's
     // start-up saved for the workers).
-    let xdist = per_test && is_xdist_target(&cfg.cmd);
+    let xdist = per_test && is_xdist_target(&cmd_argv);
     let mut cmd = if xdist {
         let mut c = Command::new(&target_argv[0]);
         c.args(&target_argv[1..]);
@@ -85,8 +97,33 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     // lists, and with checkpoints its pytest plugin takes them.
     let python = is_python_target(&cfg.cmd[0], &target);
     if per_test || python {
-        let probe =
-            crate::probe::write_probe(&dir.path().join("probe")).map_err(RunError::TempDir)?;
+        let probe = crate::probe::write_probe(&dir.path().join("probe")).map_err(|e| {
+            // A full disk or the file-size limit: name the directory and the way out.
+            let room = matches!(
+                e.raw_os_error(),
+                Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG)
+            );
+            RunError::TempDir(if room {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "{e}: the probe package could not be written into {}; point leakgate at a directory with room: TMPDIR=/path/with/room leakgate run …",
+                        dir.path().display()
+                    ),
+                )
+            } else {
+                e
+            })
+        })?;
+        // Its byte code compiled natively, not by each process under Valgrind.
+        let run_path = if target_argv[0] == cfg.cmd[0] {
+            target.clone()
+        } else {
+            std::path::PathBuf::from(&target_argv[0]) // the shim's interpreter
+        };
+        if let Some(py) = precompile::interpreter(&cfg.cmd[0], &run_path) {
+            precompile::compile_dir(&py, &probe);
+        }
         command::set_probe(&mut cmd, &mut environment, &probe, pytest, per_test, cfg);
     }
     let valgrind_command = if xdist {

@@ -51,3 +51,5 @@ mod suppress_diff;
 mod suppressions_cli;
 mod unhandled;
 mod versions;
+mod workers;
+mod xml_space;

@@ -1,0 +1,91 @@
+//! Unit tests of `-n auto`: finding the value that counts, the choice, the
+//! collection's summary line.
+
+use super::*;
+
+fn argv(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+#[test]
+fn the_last_n_counts() {
+    assert_eq!(
+        auto_slot(&argv("python -m pytest -n auto tests/")),
+        Some(Slot::Next(4))
+    );
+    assert_eq!(
+        auto_slot(&argv("pytest -nauto")),
+        Some(Slot::Joined(1, "-n"))
+    );
+    assert_eq!(
+        auto_slot(&argv("pytest --numprocesses=logical")),
+        Some(Slot::Joined(1, "--numprocesses="))
+    );
+    assert_eq!(
+        auto_slot(&argv("pytest --numprocesses auto -x")),
+        Some(Slot::Next(2))
+    );
+    // The --origins auto re-run appends `-n 0`: the last wins.
+    assert_eq!(auto_slot(&argv("pytest -n auto t.py -n 0")), None);
+    assert_eq!(auto_slot(&argv("pytest -n 2")), None);
+    assert_eq!(auto_slot(&argv("pytest -- -n auto")), None);
+    assert_eq!(auto_slot(&argv("pytest t.py")), None);
+}
+
+#[test]
+fn the_number_replaces_the_value_in_its_form() {
+    let a = argv("pytest -nauto --numprocesses=auto -n auto");
+    assert_eq!(
+        with_workers(&a, &Slot::Next(4), "2"),
+        argv("pytest -nauto --numprocesses=auto -n 2")
+    );
+    assert_eq!(
+        with_workers(&a, &Slot::Joined(2, "--numprocesses="), "0"),
+        argv("pytest -nauto --numprocesses=0 -n auto")
+    );
+    assert_eq!(
+        with_workers(&a, &Slot::Joined(1, "-n"), "3"),
+        argv("pytest -n3 --numprocesses=auto -n auto")
+    );
+}
+
+#[test]
+fn workers_per_tests_and_cores() {
+    assert_eq!(choose(0, 2), 0);
+    assert_eq!(choose(7, 2), 0, "the 7-test suite: one worker is no gain");
+    assert_eq!(choose(11, 8), 0);
+    assert_eq!(choose(12, 2), 2);
+    assert_eq!(choose(16, 2), 2);
+    assert_eq!(choose(100, 2), 2, "capped by the cores");
+    assert_eq!(choose(30, 16), 5);
+    assert_eq!(choose(100, 1), 0, "one core: no workers");
+}
+
+#[test]
+fn collected_counts() {
+    assert_eq!(
+        count_collected("a.py::t1\na.py::t2\n\n7 tests collected in 0.01s\n"),
+        Some(7)
+    );
+    assert_eq!(
+        count_collected("a.py::t\n\n1/7 tests collected (6 deselected) in 0.01s\n"),
+        Some(1)
+    );
+    assert_eq!(
+        count_collected("==== 1 test collected in 0.01s ====\n"),
+        Some(1)
+    );
+    assert_eq!(count_collected("\nno tests collected in 0.00s\n"), Some(0));
+    assert_eq!(
+        count_collected("test_grow.py: 1\ntest_suite.py: 6\n\n"),
+        Some(7)
+    );
+    assert_eq!(count_collected("garbage\n"), None);
+}
+
+#[test]
+fn runnable_tasks() {
+    assert_eq!(runnable("3.29 3.22 2.90 3/120 21111\n"), Some(3));
+    assert_eq!(runnable("0.00 0.01 0.05 1/88 7"), Some(1));
+    assert_eq!(runnable("garbage"), None);
+}
