@@ -88,6 +88,9 @@ pub fn signal_name(sig: i32) -> String {
         13 => "SIGPIPE",
         14 => "SIGALRM",
         15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        31 => "SIGSYS",
         _ => return format!("signal {sig}"),
     };
     name.to_string()
