@@ -44,6 +44,24 @@ fn print_result(g: &Generated, dest: &str) {
     }
 }
 
+/// Analyses `files` for a generator's observer; the accounting problem, if
+/// records were not conserved.
+fn observe(
+    files: &[PathBuf],
+    spec: UserSpec,
+    suppressor: Arc<Suppressor>,
+    obs: crate::analyze::Observer,
+) -> anyhow::Result<Option<String>> {
+    let analysis = crate::analyze::analyze_files_observed(
+        files,
+        Attributor::new(spec),
+        suppressor,
+        &HashMap::new(),
+        Some(obs),
+    )?;
+    Ok(crate::analyze::check_conservation(&analysis))
+}
+
 /// `leakgate suppress PATH... [-o FILE] [--merge-into FILE]`.
 pub(super) fn suppress(a: SuppressArgs) -> anyhow::Result<i32> {
     let kinds = KindFilter::parse(&a.kinds).map_err(|e| anyhow::anyhow!("--kinds: {e}"))?;
@@ -85,15 +103,7 @@ pub(super) fn suppress(a: SuppressArgs) -> anyhow::Result<i32> {
         include_user: a.include_user,
         target: Some(target),
     });
-    let analysis = crate::analyze::analyze_files_observed(
-        &files,
-        Attributor::new(spec),
-        suppressor,
-        &HashMap::new(),
-        Some(obs),
-    )?;
-    let accounting = crate::analyze::check_conservation(&analysis);
-    drop(analysis);
+    let accounting = observe(&files, spec, suppressor, obs)?;
     let generated = Generator::unshare(g).finish(&taken);
     let head = header(&generated, &invocation(), &kinds);
     let (text, dest) = match (&merge_text, &a.merge_into) {
@@ -142,15 +152,7 @@ fn suppress_lsan(
     let suppressor = Arc::new(Suppressor::new(supps));
     let files = crate::analyze::collect_inputs(&a.paths)?;
     let (g, obs) = LsanGenerator::shared(kinds);
-    let analysis = crate::analyze::analyze_files_observed(
-        &files,
-        Attributor::new(spec),
-        suppressor,
-        &HashMap::new(),
-        Some(obs),
-    )?;
-    let accounting = crate::analyze::check_conservation(&analysis);
-    drop(analysis);
+    let accounting = observe(&files, spec, suppressor, obs)?;
     let mut generated = LsanGenerator::unshare(g).finish();
     let (text, dest) = match (&merge_text, &a.merge_into) {
         (Some(old), Some(m)) => {

@@ -27,8 +27,7 @@
 //! [`crate::util::shell_join`]), `files` (the private directory and the XML files in
 //! it), `supervise` (waiting, timeouts, forwarded signals), `children`
 //! (reaping, the default `--trace-children-skip`), `signals` (handlers,
-//! group kill), `precompile` (the probe's byte code
-//! compiled natively), `workers` (`-n auto`: the worker count from the
+//! group kill), `workers` (`-n auto`: the worker count from the
 //! tests collected natively), `space` (XML cut short by a full disk or the file-size
 //! limit), `progress` (the line), `stderr` (the watcher), `passcred`
 //! (who wrote to stderr).
@@ -38,7 +37,6 @@ mod command;
 mod config;
 mod files;
 mod passcred;
-mod precompile;
 pub mod progress;
 mod sanitizer;
 pub mod signals;
@@ -72,6 +70,40 @@ pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         crate::cli::Engine::Valgrind => valgrind::run(cfg),
         crate::cli::Engine::Lsan | crate::cli::Engine::Asan => sanitizer::run(cfg),
     }
+}
+
+/// The interpreter a wrapper script (pyenv's shim) selects, put in place of
+/// `argv[0]` with an environment line saying so; `None` for any other target.
+fn unwrap_shim(
+    cfg: &RunConfig,
+    target: &Path,
+    argv: &mut [String],
+    environment: &mut Vec<String>,
+) -> Option<std::path::PathBuf> {
+    let real = target::unwrap_python_shim(&cfg.cmd[0], target)?;
+    environment.push(format!(
+        "{} is a wrapper script ({}); running the interpreter it selects: {}",
+        cfg.cmd[0],
+        target.display(),
+        real.display()
+    ));
+    argv[0] = real.display().to_string();
+    Some(real)
+}
+
+/// Whether the target is pytest, and whether it gets per-test checkpoints
+/// (`--per-test`, automatic for pytest); `--repeat` needs them.
+fn per_test_mode(cfg: &RunConfig) -> Result<(bool, bool), RunError> {
+    let pytest = is_pytest_target(&cfg.cmd);
+    let per_test = match cfg.per_test {
+        PerTest::Auto => pytest,
+        PerTest::On => true,
+        PerTest::Off => false,
+    };
+    if cfg.repeat > 1 && !per_test {
+        return Err(RunError::RepeatWithoutPerTest(cfg.repeat));
+    }
+    Ok((pytest, per_test))
 }
 
 /// What [`launch`] saw: how the started process and its group ended, and

@@ -20,8 +20,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::config::{PerTest, RunConfig, RunError, RunOutcome};
-use super::target::{is_pytest_target, is_python_target, resolve_target, unwrap_python_shim};
+use super::config::{RunConfig, RunError, RunOutcome};
+use super::target::{is_python_target, resolve_target};
 use super::{command, files, launch};
 use crate::cli::Engine;
 
@@ -238,30 +238,13 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     let target = resolve_target(&cfg.cmd[0])?;
     let mut target_argv = cfg.cmd.clone();
     let mut environment = Vec::new();
-    let mut exe = target.clone();
-    if let Some(real) = unwrap_python_shim(&cfg.cmd[0], &target) {
-        environment.push(format!(
-            "{} is a wrapper script ({}); running the interpreter it selects: {}",
-            cfg.cmd[0],
-            target.display(),
-            real.display()
-        ));
-        target_argv[0] = real.display().to_string();
-        exe = real;
-    }
+    let exe = super::unwrap_shim(cfg, &target, &mut target_argv, &mut environment)
+        .unwrap_or_else(|| target.clone());
     check_preloadable(&exe, engine)?;
     let dir = files::private_dir()?;
     let prefix = engine.name();
     let log = dir.path().join(prefix);
-    let pytest = is_pytest_target(&cfg.cmd);
-    let per_test = match cfg.per_test {
-        PerTest::Auto => pytest,
-        PerTest::On => true,
-        PerTest::Off => false,
-    };
-    if cfg.repeat > 1 && !per_test {
-        return Err(RunError::RepeatWithoutPerTest(cfg.repeat));
-    }
+    let (pytest, per_test) = super::per_test_mode(cfg)?;
     let mut cmd = Command::new(&target_argv[0]);
     cmd.args(&target_argv[1..]);
     let mut preload = OsString::from(runtime.as_os_str());

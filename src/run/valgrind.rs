@@ -8,12 +8,11 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::config::{DEFAULT_SHOW_LEAK_KINDS, PerTest, RunConfig, RunError, RunOutcome};
+use super::config::{DEFAULT_SHOW_LEAK_KINDS, RunConfig, RunError, RunOutcome};
 use super::target::{
-    find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target,
-    valgrind_lib_for,
+    find_valgrind, is_python_target, is_xdist_target, resolve_target, valgrind_lib_for,
 };
-use super::{command, files, launch, precompile, target, workers};
+use super::{command, files, launch, target, workers};
 
 /// Runs the target under Valgrind and waits for it.
 pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
@@ -24,15 +23,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     }
     let mut target_argv = cfg.cmd.clone();
     let mut environment = Vec::new();
-    if let Some(real) = target::unwrap_python_shim(&cfg.cmd[0], &target) {
-        environment.push(format!(
-            "{} is a wrapper script ({}); running the interpreter it selects: {}",
-            cfg.cmd[0],
-            target.display(),
-            real.display()
-        ));
-        target_argv[0] = real.display().to_string();
-    }
+    super::unwrap_shim(cfg, &target, &mut target_argv, &mut environment);
     // `-n auto`: the worker count from the tests, collected natively.
     if let Some(c) = workers::resolve_auto(&target_argv, cfg.repeat) {
         target_argv = c.argv;
@@ -53,15 +44,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     check_version(&valgrind, version.as_deref(), cfg)?;
     let dir = files::private_dir()?;
     let xml = files::xml_pattern(dir.path(), version.as_deref());
-    let pytest = is_pytest_target(&cfg.cmd);
-    let per_test = match cfg.per_test {
-        PerTest::Auto => pytest,
-        PerTest::On => true,
-        PerTest::Off => false,
-    };
-    if cfg.repeat > 1 && !per_test {
-        return Err(RunError::RepeatWithoutPerTest(cfg.repeat));
-    }
+    let (pytest, per_test) = super::per_test_mode(cfg)?;
     // Checkpoints follow blocks that are still reachable at one snapshot
     // and lost at a later one, and report containers that grow while
     // reachable: Valgrind must show reachable blocks too.
@@ -115,15 +98,6 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
                 e
             })
         })?;
-        // Its byte code compiled natively, not by each process under Valgrind.
-        let run_path = if target_argv[0] == cfg.cmd[0] {
-            target.clone()
-        } else {
-            std::path::PathBuf::from(&target_argv[0]) // the shim's interpreter
-        };
-        if let Some(py) = precompile::interpreter(&cfg.cmd[0], &run_path) {
-            precompile::compile_dir(&py, &probe);
-        }
         command::set_probe(&mut cmd, &mut environment, &probe, pytest, per_test, cfg);
     }
     let valgrind_command = if xdist {

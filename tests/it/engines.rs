@@ -56,6 +56,18 @@ fn run(dir: &Path, engine: &str, extra: &[&str], cmd: &[&str]) -> (i32, Value, S
     (code, r, common::stderr(&out))
 }
 
+/// The test Python when it can import `module` (else skipped, or a
+/// failure under LEAKGATE_REQUIRE_ALL).
+fn python_with(module: &str) -> Option<std::path::PathBuf> {
+    let py = common::python_or_skip()?;
+    if common::python_can_import(&py, module) {
+        Some(py)
+    } else {
+        common::require_or_skip(&format!("{} cannot import {module}", py.display()));
+        None
+    }
+}
+
 /// The user's definite and indirect leaks: (kind, file, line, direct
 /// bytes, blocks, tests), sorted.
 fn user_leaks(r: &Value) -> Vec<String> {
@@ -203,25 +215,14 @@ fn pytest_per_test_same_leaks_and_tests_as_valgrind() {
     if !common::valgrind_or_skip() || !liblsan() {
         return;
     }
-    let Some(py) = common::python_or_skip() else {
+    let Some(py) = python_with("pytest") else {
         return;
     };
-    if !common::python_can_import(&py, "pytest") {
-        common::require_or_skip("no pytest");
-        return;
-    }
     let tmp = common::tempdir();
     let dir = common::build_python_ext_with(&py, "cpython", tmp.path());
-    std::fs::copy(
-        common::programs_dir().join("pytest/test_suite.py"),
-        dir.join("test_suite.py"),
-    )
-    .unwrap();
-    std::fs::copy(
-        common::programs_dir().join("pytest/conftest.py"),
-        dir.join("conftest.py"),
-    )
-    .unwrap();
+    for f in ["test_suite.py", "conftest.py"] {
+        std::fs::copy(common::programs_dir().join("pytest").join(f), dir.join(f)).unwrap();
+    }
     let l = same_user_leaks(
         &dir,
         &[
@@ -247,13 +248,9 @@ fn gc_listed_leaks_same_as_valgrind_and_keepers_pass() {
     if !common::valgrind_or_skip() || !liblsan() {
         return;
     }
-    let Some(py) = common::python_or_skip() else {
+    let Some(py) = python_with("pytest") else {
         return;
     };
-    if !common::python_can_import(&py, "pytest") {
-        common::require_or_skip("no pytest");
-        return;
-    }
     let tmp = common::tempdir();
     let dir = common::build_python_ext_with(&py, "gcleaks", tmp.path());
     let pyv = py.to_str().unwrap();
@@ -527,13 +524,9 @@ fn asan_extension_example() {
         common::require_or_skip("no libasan");
         return;
     }
-    let Some(py) = common::python_or_skip() else {
+    let Some(py) = python_with("pytest") else {
         return;
     };
-    if !common::python_can_import(&py, "pytest") {
-        common::require_or_skip("no pytest");
-        return;
-    }
     let tmp = common::tempdir();
     let dir = tmp.path();
     for f in ["setup.py", "ham.c", "test_ham.py"] {
@@ -620,13 +613,9 @@ fn lsan_xdist_repeat_and_merge_as_serial() {
         common::require_or_skip("no liblsan");
         return;
     }
-    let Some(py) = common::python_or_skip() else {
+    let Some(py) = python_with("xdist") else {
         return;
     };
-    if !common::python_can_import(&py, "xdist") {
-        common::require_or_skip("no pytest-xdist");
-        return;
-    }
     let tmp = common::tempdir();
     let dir = common::build_python_ext_with(&py, "cpython", tmp.path());
     for f in ["test_suite.py", "conftest.py"] {
