@@ -692,3 +692,30 @@ fn lsan_xdist_repeat_and_merge_as_serial() {
         .count();
     assert!(grows > 0, "{}", r["findings"]);
 }
+
+/// A baseline written under one engine recognises the same leaks under the
+/// other (its entries are kinds and locations, not stacks): both ways, the
+/// C program's leaks are all known and the run passes.
+#[test]
+fn baselines_cross_engines() {
+    if !common::valgrind_or_skip() || !liblsan() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let exe = common::build_c("c/leak_kinds.c", tmp.path());
+    let exe = exe.to_str().unwrap();
+    for (write, read) in [("valgrind", "lsan"), ("lsan", "valgrind")] {
+        let base = tmp.path().join(format!("{write}.json"));
+        let b = base.to_str().unwrap();
+        let (code, _, err) = run(
+            tmp.path(),
+            write,
+            &["--fail-on", "none", "--write-baseline", b],
+            &[exe],
+        );
+        assert_eq!(code, 0, "{write}: {err}");
+        let (code, r, err) = run(tmp.path(), read, &["--baseline", b], &[exe]);
+        assert_eq!(code, 0, "{read} with {write}'s baseline: {err}");
+        assert!(!user_leaks(&r).is_empty());
+    }
+}
