@@ -543,20 +543,7 @@ def gc_exit_arm():
         _gc_exit = "kept (free-threaded build)"
         return _gc_exit
     try:
-        import importlib.machinery
-        import importlib.util
-
-        # An extension module (not ctypes): its PyInit names the module.
-        path = _compile_shim("gcleaks")
-        loader = importlib.machinery.ExtensionFileLoader("_leakgate_gc", path)
-        spec = importlib.util.spec_from_file_location("_leakgate_gc", path, loader=loader)
-        mod = importlib.util.module_from_spec(spec)
-        try:
-            loader.exec_module(mod)
-        finally:
-            _drop_temp(path)
-        _keep.append(mod)
-        _gc_exit = mod.arm()
+        _gc_exit = _load_extension("gcleaks", "_leakgate_gc").arm()
     except Exception as e:  # no compiler, no internal headers: the lists stay as they are
         _gc_exit = "kept (%s)" % (str(e).splitlines() or [type(e).__name__])[0][:200]
     if _gc_exit != "armed" and not _gc_exit.startswith("kept (not under"):

@@ -116,6 +116,17 @@ struct Launched {
     progress: Option<progress::Progress>,
 }
 
+/// The tool's lines of the target's stderr (Valgrind's `==PID==` log, or
+/// what a sanitizer runtime wrote there), one per line.
+fn log_text(seen: &stderr::Seen) -> String {
+    let mut text = String::new();
+    for l in &seen.valgrind_log {
+        text.push_str(l);
+        text.push('\n');
+    }
+    text
+}
+
 /// Starts `cmd` (whose program is `program`, for errors) in a process group
 /// of its own with its stderr watched, draws the progress line over `dir`
 /// (where the report files appear), and supervises it to the end

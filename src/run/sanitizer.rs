@@ -296,11 +296,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         progress,
     } = launched;
     let reports = log_files(dir.path(), prefix);
-    let mut log_text = String::new();
-    for l in &seen.valgrind_log {
-        log_text.push_str(l);
-        log_text.push('\n');
-    }
+    let log_text = super::log_text(&seen);
     // Code built with -fsanitize=address was loaded into a process whose
     // first library is not the ASan runtime (`--engine lsan` on an ASan
     // build): it stops before anything is checked.

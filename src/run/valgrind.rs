@@ -119,11 +119,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         progress,
     } = launched;
     let xml_files = files::xml_files(dir.path());
-    let mut log_text = String::new();
-    for l in &seen.valgrind_log {
-        log_text.push_str(l);
-        log_text.push('\n');
-    }
+    let log_text = super::log_text(&seen);
     // An extension built with -fsanitize=address, loaded by a Valgrind'ed
     // interpreter: its runtime stops the process before anything runs.
     if log_text.contains("ASan runtime does not come first") {
