@@ -79,18 +79,18 @@ pub(super) fn suppress(a: SuppressArgs) -> anyhow::Result<i32> {
     };
     let mut existing = a.suppressions.clone();
     let merge_text = match &a.merge_into {
-        Some(m) if m.exists() => {
-            existing.push(m.clone());
-            Some(
-                std::fs::read_to_string(m)
-                    .with_context(|| format!("cannot read {}", m.display()))?,
-            )
-        }
+        Some(m) if m.exists() => Some(
+            std::fs::read_to_string(m).with_context(|| format!("cannot read {}", m.display()))?,
+        ),
         Some(_) => Some(String::new()),
         None => None,
     };
     if a.format == crate::cli::SuppFormat::Lsan {
-        return suppress_lsan(&a, kinds, spec, existing, merge_text);
+        return suppress_lsan(&a, kinds, spec, merge_text);
+    }
+    // An existing `--merge-into` file's rules count as existing ones.
+    if let Some(m) = a.merge_into.as_ref().filter(|m| m.exists()) {
+        existing.push(m.clone());
     }
     let supps = crate::suppress::load::load(&existing, !a.no_bundled_suppressions)?;
     let taken: HashSet<String> = supps.iter().map(|s| s.name.clone()).collect();
@@ -140,15 +140,10 @@ fn suppress_lsan(
     a: &SuppressArgs,
     kinds: KindFilter,
     spec: UserSpec,
-    existing: Vec<PathBuf>,
     merge_text: Option<String>,
 ) -> anyhow::Result<i32> {
     // A `--merge-into` file is LeakSanitizer's, not Valgrind's: not loaded.
-    let existing: Vec<PathBuf> = existing
-        .into_iter()
-        .filter(|p| Some(p) != a.merge_into.as_ref())
-        .collect();
-    let supps = crate::suppress::load::load(&existing, !a.no_bundled_suppressions)?;
+    let supps = crate::suppress::load::load(&a.suppressions, !a.no_bundled_suppressions)?;
     let suppressor = Arc::new(Suppressor::new(supps));
     let files = crate::analyze::collect_inputs(&a.paths)?;
     let (g, obs) = LsanGenerator::shared(kinds);

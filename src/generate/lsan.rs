@@ -155,14 +155,7 @@ impl LsanGenerator {
 
     /// Takes the generator out of its shared handle once the analysis is done.
     pub fn unshare(g: Arc<Mutex<LsanGenerator>>) -> LsanGenerator {
-        match Arc::try_unwrap(g) {
-            Ok(m) => m
-                .into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-            Err(a) => {
-                std::mem::take(&mut *a.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-            }
-        }
+        super::unshare(g, LsanGenerator::default)
     }
 
     /// Sees one record after attribution and the existing suppressions.

@@ -128,6 +128,20 @@ impl GenRule {
     }
 }
 
+/// Takes a generator out of the handle it shared with an analysis (left
+/// with `empty()` if the observer is somehow still held).
+fn unshare<T>(g: Arc<Mutex<T>>, empty: impl FnOnce() -> T) -> T {
+    match Arc::try_unwrap(g) {
+        Ok(m) => m
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+        Err(a) => {
+            let mut guard = a.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            std::mem::replace(&mut *guard, empty())
+        }
+    }
+}
+
 /// Collects covered records and user records while an analysis runs.
 pub struct Generator {
     opts: GenOptions,
@@ -226,15 +240,7 @@ impl Generator {
 
     /// Takes the generator out of its shared handle once the analysis is done.
     pub fn unshare(g: Arc<Mutex<Generator>>) -> Generator {
-        match Arc::try_unwrap(g) {
-            Ok(m) => m
-                .into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-            Err(a) => {
-                let mut guard = a.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                std::mem::replace(&mut *guard, Generator::new(GenOptions::default()))
-            }
-        }
+        unshare(g, || Generator::new(GenOptions::default()))
     }
 
     /// Sees one record after attribution and the existing suppressions.

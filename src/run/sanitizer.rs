@@ -128,34 +128,43 @@ fn check_preloadable(target: &Path, engine: Engine) -> Result<(), RunError> {
     Ok(())
 }
 
+/// The bytes of `path` when it is a little-endian ELF file (64 bytes of
+/// header read first: a script is not read further) of at most `cap` bytes.
+fn read_elf(path: &Path, cap: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    if f.metadata().ok()?.len() > cap {
+        return None;
+    }
+    let mut all = vec![0u8; 64];
+    f.read_exact(&mut all).ok()?;
+    if &all[..4] != b"\x7fELF" || all[5] != 1 {
+        return None; // not ELF, or big-endian (not a target here)
+    }
+    f.read_to_end(&mut all).ok()?;
+    Some(all)
+}
+
 /// Whether `path` is an ELF executable without a program interpreter;
 /// `None` when it is not ELF (a script) or cannot be read.
 pub(super) fn is_static_elf(path: &Path) -> Option<bool> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path).ok()?;
-    let mut head = vec![0u8; 64];
-    f.read_exact(&mut head).ok()?;
-    if &head[..4] != b"\x7fELF" || head[5] != 1 {
-        return None; // not ELF, or big-endian (not a target here)
-    }
-    let wide = head[4] == 2;
+    let all = read_elf(path, u64::MAX)?;
+    let wide = all[4] == 2;
     let u16at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as u64;
     let (phoff, phentsize, phnum) = if wide {
         (
-            u64::from_le_bytes(head[0x20..0x28].try_into().ok()?),
-            u16at(&head, 0x36),
-            u16at(&head, 0x38),
+            u64::from_le_bytes(all[0x20..0x28].try_into().ok()?),
+            u16at(&all, 0x36),
+            u16at(&all, 0x38),
         )
     } else {
         (
-            u64::from(u32::from_le_bytes(head[0x1C..0x20].try_into().ok()?)),
-            u16at(&head, 0x2A),
-            u16at(&head, 0x2C),
+            u64::from(u32::from_le_bytes(all[0x1C..0x20].try_into().ok()?)),
+            u16at(&all, 0x2A),
+            u16at(&all, 0x2C),
         )
     };
     // ET_EXEC or ET_DYN; a shared library given as a target is not ours to judge.
-    let mut all = Vec::new();
-    std::fs::File::open(path).ok()?.read_to_end(&mut all).ok()?;
     for i in 0..phnum.min(512) {
         let at = usize::try_from(phoff + i * phentsize).ok()?;
         let p_type = u32::from_le_bytes(all.get(at..at + 4)?.try_into().ok()?);
@@ -166,19 +175,12 @@ pub(super) fn is_static_elf(path: &Path) -> Option<bool> {
     Some(true)
 }
 
-/// Whether `path` is an ELF executable linked with AddressSanitizer (its
-/// runtime's entry point `__asan_init` among its symbols): under Valgrind
-/// it aborts before `main`, its shadow memory overlapping Valgrind's.
+/// Whether `path` is an ELF executable (of at most 512 MiB) linked with
+/// AddressSanitizer (its runtime's entry point `__asan_init` among its
+/// symbols): under Valgrind it aborts before `main`, its shadow memory
+/// overlapping Valgrind's.
 pub(super) fn is_asan_elf(path: &Path) -> bool {
-    if is_static_elf(path).is_none()
-        || std::fs::metadata(path).map_or(true, |m| m.len() > 512 << 20)
-    {
-        return false;
-    }
-    let Ok(all) = std::fs::read(path) else {
-        return false;
-    };
-    all.windows(12).any(|w| w == b"__asan_init\0")
+    read_elf(path, 512 << 20).is_some_and(|all| all.windows(12).any(|w| w == b"__asan_init\0"))
 }
 
 /// The runtime's options: ours first (a user's own come after and may
@@ -300,11 +302,12 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     // Code built with -fsanitize=address was loaded into a process whose
     // first library is not the ASan runtime (`--engine lsan` on an ASan
     // build): it stops before anything is checked.
-    let not_first = reports
-        .iter()
-        .filter_map(|r| std::fs::read_to_string(r).ok())
-        .chain(std::iter::once(log_text.clone()))
-        .any(|t| t.contains("ASan runtime does not come first"));
+    const NOT_FIRST: &str = "ASan runtime does not come first";
+    let not_first = log_text.contains(NOT_FIRST)
+        || reports
+            .iter()
+            .filter_map(|r| std::fs::read_to_string(r).ok())
+            .any(|t| t.contains(NOT_FIRST));
     if not_first {
         return Err(RunError::AsanNotFirst(engine.name()));
     }
