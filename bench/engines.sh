@@ -79,7 +79,7 @@ for ((r = 0; r < RUNS; r++)); do
     done
 done
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+median() { tr ' ' '\n' | { grep . || true; } | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 printf '%-8s %-9s %9s %7s %8s %-8s %s\n' workload engine "wall (s)" "/native" "/valgrind" "exit" "same leaks as valgrind"
 DIFFS=""
 for w in "${WORKLOADS[@]}"; do
@@ -93,7 +93,9 @@ for w in "${WORKLOADS[@]}"; do
         [ -z "$base" ] || ratio=$(echo "scale=3; $m / $base" | bc)
         nratio=$(echo "scale=1; $m / $native" | bc)
         same=yes
+        [ -n "$base" ] || same="n/a (valgrind not run)"
         for ((r = 0; r < RUNS; r++)); do
+            [ -n "$base" ] || break
             if ! d=$("$PY" bench/pertest_compare.py --leaks "$WORK/$w-valgrind-0.json" \
                 "$WORK/$w-$e-$r.json"); then
                 same=no

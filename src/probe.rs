@@ -16,6 +16,16 @@ pub const SANITIZER_END: &str = "leakgate-checkpoint-end";
 /// "argv", "forked"}` as JSON after it).
 pub const PROCESS_PREFIX: &str = "leakgate-process ";
 
+/// Where a checkpoint's report belongs in its process's log when a forked
+/// checker wrote it into its own (`{"seq"}` as JSON after it): the run puts
+/// the checker's report there.
+pub const FORKED_PREFIX: &str = "leakgate-checkpoint-forked ";
+
+/// What a checker's log (a forked copy of a process that ran one
+/// checkpoint's leak check) starts with (`{"parent", "seq"}` as JSON after
+/// it).
+pub const CHECKER_PREFIX: &str = "leakgate-checker ";
+
 /// What the exit hook's `<clientmsg>` (`gcleaks.c`: how many objects the
 /// garbage collector listed, how many it took out of its lists) starts with.
 pub const GC_PREFIX: &str = "leakgate-gc ";

@@ -242,6 +242,17 @@ def running_on_valgrind():
 SANITIZER_END = "leakgate-checkpoint-end"
 #: What a process line in a sanitizer's log starts with (pid, ppid, argv).
 PROCESS_PREFIX = "leakgate-process "
+#: Where a checkpoint's report would be in its process's log when a forked
+#: checker wrote it (``{"seq"}`` after it); leakgate puts the report there.
+FORKED_PREFIX = "leakgate-checkpoint-forked "
+#: What a checker's log starts with (``{"parent", "seq"}`` after it).
+CHECKER_PREFIX = "leakgate-checker "
+
+_os_exit = os._exit  # the real one: the sanitizer engines wrap os._exit
+_checkers = []  # the read ends of the pipes the running checkers hold open
+#: How many checkers may run at once (beside the process itself).
+_MAX_CHECKERS = 2
+_in_checker_fork = False  # set around the checker's fork (no process line)
 
 _san = None  # (line, check) of the preloaded sanitizer runtime; False: none
 
@@ -273,7 +284,7 @@ def sanitizer_process_line(forked=False):
     """Writes this process's pid, parent and argv into the sanitizer's log
     (what Valgrind's XML says of every process); no-op without one."""
     san = _sanitizer()
-    if san is None:
+    if san is None or _in_checker_fork:
         return
     d = {"pid": os.getpid(), "ppid": os.getppid(), "argv": list(sys.argv), "forked": forked}
     text = PROCESS_PREFIX + json.dumps(d, ensure_ascii=True, separators=(",", ":"))
@@ -287,6 +298,7 @@ def sanitizer_exit_check():
     san = _sanitizer()
     if san is None:
         return
+    checker_wait()
     sanitizer_process_line()
     gc.collect()
     san[1]()
@@ -494,7 +506,10 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=
             freelists=_freelists if first else None,
             index=index,
         )
-        san[0](text.rstrip("\n").encode("ascii"))
+        text = text.rstrip("\n").encode("ascii")
+        if _forked_checks() and _fork_check(san, text):
+            return True
+        san[0](text)
         san[1]()
         san[0](SANITIZER_END.encode("ascii"))
         return True
@@ -513,6 +528,87 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=
         _request(_DO_LEAK_CHECK, _LEAK_CHECK_SUMMARY, _DELTA_ANY)
     else:
         _request(_DO_LEAK_CHECK, _LEAK_CHECK_FULL, _DELTA_CHANGED)
+    return True
+
+
+def _forked_checks():
+    """Whether a checkpoint's leak check may run in a forked copy of this
+    process while the process goes on with the next test: only when it has
+    one thread (a copy holds the heap, globals, stack and registers of the
+    forking thread alone: another thread's stack would be missing from what
+    the check scans). ``LEAKGATE_FORKED_CHECKS=0`` keeps every check in the
+    process."""
+    if os.environ.get("LEAKGATE_FORKED_CHECKS", "1") == "0" or not hasattr(os, "fork"):
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def checker_wait(keep=0):
+    """Waits until no more than ``keep`` of the running checkers
+    (``_fork_check``) are left, the oldest first; ``checker_wait()`` waits
+    for all."""
+    while len(_checkers) > keep:
+        r = _checkers.pop(0)
+        try:
+            while os.read(r, 64):  # EOF: the checker ended
+                pass
+        except OSError:
+            pass
+        os.close(r)
+
+
+def _fork_check(san, marker):
+    """A checkpoint whose leak check runs in a forked copy of the process
+    (a checker) while the process goes on: the copy holds the heap as it is
+    at this point, so its report is the one an in-process check would print
+    here. The checker is a grandchild (its parent exits at once and is
+    waited for here), so that no ``os.wait()`` of the target's sees it;
+    leakgate, the subreaper, is left to reap it. Its report goes into its
+    own log (``leakgate-checker {parent, seq}``, the marker, the report, the
+    end line); this process's log gets the marker and a
+    ``leakgate-checkpoint-forked`` line where the report belongs, and
+    leakgate puts it there. At most ``_MAX_CHECKERS`` run at once (the
+    oldest is waited for first), and the process's end waits for all.
+    Returns False, having forked nothing, when a fork fails."""
+    global _in_checker_fork
+    checker_wait(_MAX_CHECKERS - 1)
+    parent = os.getpid()
+    r, w = os.pipe()
+    _in_checker_fork = True
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return False
+    finally:
+        _in_checker_fork = False
+    if pid == 0:
+        _in_checker_fork = True  # the finally above reset it here too
+        try:
+            os.close(r)
+            if os.fork() == 0:
+                head = {"parent": parent, "seq": _seq}
+                san[0]((CHECKER_PREFIX + json.dumps(head)).encode("ascii"))
+                san[0](marker)
+                san[1]()
+                san[0](SANITIZER_END.encode("ascii"))
+        finally:
+            _os_exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    _checkers.append(r)
+    # No checker written (the second fork failed): EOF at once, and the
+    # placeholder left alone makes leakgate call the process incomplete.
+    san[0](marker)
+    san[0]((FORKED_PREFIX + json.dumps({"seq": _seq})).encode("ascii"))
+    import atexit
+
+    atexit.unregister(checker_wait)
+    atexit.register(checker_wait)
     return True
 
 

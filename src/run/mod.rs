@@ -32,6 +32,7 @@
 //! limit), `progress` (the line), `stderr` (the watcher), `passcred`
 //! (who wrote to stderr).
 
+mod checkers;
 pub mod children;
 mod command;
 mod config;

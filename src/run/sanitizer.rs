@@ -200,6 +200,19 @@ fn options(engine: Engine, cfg: &RunConfig, log: &Path) -> (String, String) {
         "stack_trace_format=\"    #%n %p in %f %S (%m+%o)\"".into(),
         "print_suppressions=0".into(),
     ];
+    let user = std::env::var(var).unwrap_or_default();
+    // leakgate symbolises (parse::sanitizer::symbolize: addr2line, once
+    // per object after the run): the runtime's own symboliser would start
+    // again in every process and forked checker, and read libpython's debug
+    // information each time. Not with the user's own `suppressions=`:
+    // their `leak:` rules name functions, which only a symbolising runtime
+    // sees.
+    if !user
+        .split(':')
+        .any(|o| o.trim().starts_with("suppressions="))
+    {
+        opts.push("symbolize=0".into());
+    }
     if engine == Engine::Asan {
         // The leak check's options are LeakSanitizer's.
         opts.push("detect_stack_use_after_return=0".into());
@@ -207,9 +220,7 @@ fn options(engine: Engine, cfg: &RunConfig, log: &Path) -> (String, String) {
         // as a Valgrind'ed process does (without it every error is fatal).
         opts.push("halt_on_error=0".into());
     }
-    if let Ok(user) = std::env::var(var)
-        && !user.trim().is_empty()
-    {
+    if !user.trim().is_empty() {
         opts.push(user.trim().trim_matches(':').to_string());
     }
     opts.push(format!("log_path={}", log.display()));
@@ -297,7 +308,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         seen,
         progress,
     } = launched;
-    let reports = log_files(dir.path(), prefix);
+    let reports = super::checkers::put_back(log_files(dir.path(), prefix));
     let log_text = super::log_text(&seen);
     // Code built with -fsanitize=address was loaded into a process whose
     // first library is not the ASan runtime (`--engine lsan` on an ASan

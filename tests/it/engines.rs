@@ -35,10 +35,22 @@ fn liblsan() -> bool {
 }
 
 fn run(dir: &Path, engine: &str, extra: &[&str], cmd: &[&str]) -> (i32, Value, String) {
+    run_env(dir, engine, &[], extra, cmd)
+}
+
+/// [`run`] with some variables set for leakgate and the target.
+fn run_env(
+    dir: &Path,
+    engine: &str,
+    env: &[(&str, &str)],
+    extra: &[&str],
+    cmd: &[&str],
+) -> (i32, Value, String) {
     let json = dir.join(format!("report-{engine}.json"));
     let _ = std::fs::remove_file(&json);
     let out = Command::new(common::leakgate_bin())
         .current_dir(dir)
+        .envs(env.iter().copied())
         .env_remove("PYTHONMALLOC")
         .env_remove("PYTEST_PLUGINS")
         .env_remove("LSAN_OPTIONS")
@@ -223,19 +235,39 @@ fn pytest_per_test_same_leaks_and_tests_as_valgrind() {
     for f in ["test_suite.py", "conftest.py"] {
         std::fs::copy(common::programs_dir().join("pytest").join(f), dir.join(f)).unwrap();
     }
-    let l = same_user_leaks(
-        &dir,
-        &[
-            py.to_str().unwrap(),
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "test_suite.py",
-        ],
-    );
+    let cmd = [
+        py.to_str().unwrap(),
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "test_suite.py",
+    ];
+    let l = same_user_leaks(&dir, &cmd);
     assert!(l["per_test"].is_object(), "{}", l["per_test"]);
+    // The leak checks ran in forked checkers (one thread here), whose
+    // reports went back into the process's log: one process, complete.
+    let procs = l["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 1, "{procs:?}");
+    assert_eq!(procs[0]["complete"], true, "{procs:?}");
+    // Every check in the process (LEAKGATE_FORKED_CHECKS=0), and a process
+    // with a second thread (where a forked copy would miss that thread's
+    // stack, so the probe checks in the process): the same findings.
+    let (_, inproc, err) = run_env(&dir, "lsan", &[("LEAKGATE_FORKED_CHECKS", "0")], &[], &cmd);
+    assert_eq!(user_leaks(&inproc), user_leaks(&l), "{err}");
+    std::fs::write(
+        dir.join("conftest.py"),
+        format!(
+            "{}\nimport threading, time\n\
+             threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n",
+            std::fs::read_to_string(common::programs_dir().join("pytest/conftest.py")).unwrap()
+        ),
+    )
+    .unwrap();
+    let (_, threaded, err) = run(&dir, "lsan", &[], &cmd);
+    assert_eq!(user_leaks(&threaded), user_leaks(&l), "{err}");
+    assert_eq!(threaded["processes"].as_array().unwrap().len(), 1, "{err}");
 }
 
 /// Leaked references to objects the garbage collector lists (issue 28):

@@ -204,9 +204,16 @@ pub(super) fn is_runtime_frame(f: &RawFrame) -> bool {
 }
 
 /// The name Valgrind gives the allocator an interceptor stands for
-/// (`__interceptor_malloc` → `malloc`); `None` for the runtime's internals.
+/// (`__interceptor_malloc` → `malloc`, and `free.part.0`, a part gcc split
+/// off, → `free`: what addr2line names from the runtime's symbol table);
+/// `None` for the runtime's internals.
 fn public_name(func: &str) -> Option<String> {
     let mut n = func;
+    for clone in [".part.", ".isra.", ".constprop.", ".cold", ".lto_priv."] {
+        if let Some(at) = n.find(clone) {
+            n = &n[..at];
+        }
+    }
     for p in [
         "__interceptor_trampoline_",
         "___interceptor_",

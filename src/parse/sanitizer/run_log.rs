@@ -23,13 +23,15 @@ use std::path::Path;
 use super::{parse_reports, report_offsets};
 use crate::model::{ExitStatus, ProcessInfo, Record};
 use crate::parse::{FileSummary, InputError, Interner};
-use crate::probe::{MARKER_PREFIX, PROCESS_PREFIX, SANITIZER_END};
+use crate::probe::{FORKED_PREFIX, MARKER_PREFIX, PROCESS_PREFIX, SANITIZER_END};
 
 /// One line of the probe's, at its byte offset.
 enum Line {
     Marker(String),
     End,
     Process(serde_json::Value),
+    /// A forked checker's report that never came (`run::checkers`).
+    Forked,
 }
 
 fn probe_lines(input: &[u8]) -> Vec<(usize, Line)> {
@@ -44,6 +46,8 @@ fn probe_lines(input: &[u8]) -> Vec<(usize, Line)> {
         let line = line.trim_end_matches('\r');
         if line == SANITIZER_END {
             out.push((start, Line::End));
+        } else if line.starts_with(FORKED_PREFIX) {
+            out.push((start, Line::Forked));
         } else if line.starts_with(MARKER_PREFIX) {
             out.push((start, Line::Marker(line.to_string())));
         } else if let Some(json) = line.strip_prefix(PROCESS_PREFIX)
@@ -134,6 +138,7 @@ pub fn parse_run_log(
         records.push(r)
     })?;
     let p = &mut sum.process;
+    let mut lost = 0u32;
     for (_, l) in &lines {
         match l {
             Line::Marker(m) => p.client_messages.push(m.clone()),
@@ -151,7 +156,20 @@ pub fn parse_run_log(
                 p.forked |= v["forked"].as_bool().unwrap_or(false);
             }
             Line::End => {}
+            Line::Forked => {
+                lost += 1;
+            }
         }
+    }
+    if lost > 0 && sum.problem.is_none() {
+        // `finalize` makes the process incomplete with this reason.
+        sum.problem = Some(format!(
+            "the leak check{} of {lost} checkpoint{} ran in a forked copy of the process \
+             that ended before writing its report (killed?): leaks cannot be tied to tests",
+            if lost == 1 { "" } else { "s" },
+            if lost == 1 { "" } else { "s" },
+        ));
+        sum.finalize();
     }
     // The exit check after the last checkpoint of a per-test run: what grew
     // since that checkpoint gets a snapshot of its own (kind `exit`), so

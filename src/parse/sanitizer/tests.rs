@@ -425,6 +425,24 @@ fn a_static_runtime_s_malloc_is_the_runtime_s() {
     assert_eq!(stack.len(), 2);
 }
 
+/// With `symbolize=0` (leakgate's default) addr2line names the runtime's
+/// frames from its symbol table, where gcc's split-off parts keep their
+/// suffix (`free.part.0`): the frame still stands for `free`, so a double
+/// free is the caller's error.
+#[test]
+fn a_split_off_runtime_function_is_the_allocator() {
+    let mut stack: Vec<RawFrame> = [
+        "#0 0x7f81f0cb76a8 in free.part.0 (/usr/lib/x86_64-linux-gnu/libasan.so.8+0xb76a8)",
+        "#1 0x56361ae68396 in invalid_free /tmp/mem_errors.c:47",
+    ]
+    .iter()
+    .map(|l| parse_frame(l).unwrap())
+    .collect();
+    frames::trim_runtime(&mut stack, None);
+    assert_eq!(stack[0].func.as_deref(), Some("free"));
+    assert_eq!(stack[1].func.as_deref(), Some("invalid_free"));
+}
+
 #[test]
 fn addr2line_output_with_inlined_calls() {
     let out = parse_output(
@@ -599,4 +617,32 @@ fn addr2line_symbolises_a_built_program() {
     assert!(stack[0].path.as_deref().unwrap().ends_with("demo.c"));
     assert_eq!(stack[0].line, Some(12));
     assert_eq!(stack[0].module.as_deref(), Some(exe_s.as_str()));
+}
+
+/// A checkpoint whose forked checker never wrote its report (its
+/// placeholder is still in the log after the run put the others back)
+/// makes the process incomplete: its leaks could not be tied to tests.
+#[test]
+fn a_lost_checker_report_makes_the_process_incomplete() {
+    let log = format!(
+        "{}{{\"pid\":7,\"ppid\":1,\"argv\":[\"python\"],\"forked\":false}}\n\
+         {}{{\"v\":1,\"kind\":\"start\",\"label\":\"collection\",\"seq\":1}}\n\
+         {}{{\"seq\": 1}}\n",
+        crate::probe::PROCESS_PREFIX,
+        crate::probe::MARKER_PREFIX,
+        crate::probe::FORKED_PREFIX,
+    );
+    let mut interner = Interner::default();
+    let sum = parse_sanitizer_log(
+        log.as_bytes(),
+        Path::new("lsan.7"),
+        0,
+        &mut interner,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert!(!sum.process.complete);
+    let why = sum.process.incomplete_reason.unwrap();
+    assert!(why.contains("forked copy"), "{why}");
+    assert!(why.contains("1 checkpoint "), "{why}");
 }
