@@ -76,7 +76,9 @@ pub struct EngineOut {
     pub not_checked: Vec<String>,
     /// Whether leak stacks were unwound exactly: `fast` (frame pointers
     /// only), `exact` (`fast_unwind_on_malloc=0`, from the start or in the
-    /// re-run for stacks fast unwinding cut short).
+    /// re-run of the whole target for stacks fast unwinding cut short), or
+    /// `fast, exact for N re-run tests` (only the pytest tests concerned
+    /// ran again, and their cut leaks have that run's stacks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unwind: Option<String>,
 }
@@ -89,7 +91,14 @@ impl EngineOut {
             s.push_str(&format!(" ({r})"));
         }
         if let Some(u) = &self.unwind {
-            s.push_str(&format!(", {u} unwinding"));
+            // `fast, exact for 2 re-run tests`: `fast unwinding (exact ...)`.
+            let (how, rest) = u
+                .split_once(", ")
+                .map_or((u.as_str(), None), |(a, b)| (a, Some(b)));
+            s.push_str(&format!(", {how} unwinding"));
+            if let Some(rest) = rest {
+                s.push_str(&format!(" ({rest})"));
+            }
         }
         if !self.not_checked.is_empty() {
             s.push_str(&format!("; not checked: {}", self.not_checked.join(", ")));

@@ -48,6 +48,10 @@ pub struct Options {
     /// Origins found by a re-run with `--track-origins=yes` (`--origins
     /// auto`): given to the records without one before attribution.
     pub origins: Option<Arc<super::origins::OriginMap>>,
+    /// Exact stacks from a re-run of the tests whose leaks fast unwinding
+    /// cut short (`--engine lsan|asan`): given to those leaks' records
+    /// before attribution.
+    pub stacks: Option<Arc<super::stacks::StackMap>>,
 }
 
 /// Bounds the error places kept (one per error record, not per occurrence).
@@ -236,6 +240,9 @@ impl Aggregator {
     pub fn add(&mut self, mut rec: Record, process: &ProcessInfo) {
         if let Some(map) = &self.options.origins {
             super::origins::fill(&mut rec, map);
+        }
+        if let Some(map) = &self.options.stacks {
+            super::stacks::fill(&mut rec, map);
         }
         let t0 = std::time::Instant::now();
         let att = self.attributor.attribute(&rec);

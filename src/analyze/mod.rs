@@ -15,7 +15,8 @@
 //! made once at import, [`unhandled`] what an instruction
 //! Valgrind cannot run leaves behind, [`summary`] counts the findings and
 //! [`accounting`] checks that every record is accounted for; [`origins`]
-//! carries the origins of a `--origins auto` re-run over; [`merge`] folds
+//! carries the origins of a `--origins auto` re-run over; [`stacks`] the
+//! exact stacks of a sanitizer engine's re-run of some tests; [`merge`] folds
 //! the saved reports of shards into one.
 
 pub mod accounting;
@@ -33,6 +34,7 @@ pub mod origins;
 pub mod processes;
 pub mod schedule;
 pub mod sources;
+pub mod stacks;
 pub mod summary;
 pub mod unhandled;
 

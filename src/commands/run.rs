@@ -73,8 +73,9 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     };
     let mut out = run::run(&cfg)?;
     let mut notes = Vec::new();
-    let mut exact = cfg.slow_unwind;
-    if out.engine != crate::cli::Engine::Valgrind && !exact {
+    let mut unwind = if cfg.slow_unwind { "exact" } else { "fast" }.to_string();
+    let mut stacks = None;
+    if out.engine != crate::cli::Engine::Valgrind && !cfg.slow_unwind {
         // Leaks whose fast-unwound stacks were cut short with none of the
         // user's frames left: judged only after an exact re-run.
         let (obs, seen) = super::unwind::cut_observer(cfg.num_callers as usize);
@@ -86,22 +87,14 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
             Some(obs),
             analyze::Options::default(),
         )?;
-        let (cut, first) = seen.lock().expect("cut observer").clone();
-        if cut > 0 {
-            let started = std::time::Instant::now();
-            out.end_progress();
-            let exact_cfg = RunConfig {
-                slow_unwind: true,
-                ..cfg.clone()
-            };
-            out = run::run(&exact_cfg)?;
-            exact = true;
-            notes.push(format!(
-                "{cut} leak stack{} cut short by fast unwinding in code without frame pointers{}, with none of your frames left: re-ran with exact unwinding (fast_unwind_on_malloc=0, {:.1}s); this report is that run's",
-                if cut == 1 { " was" } else { "s were" },
-                first.map_or_else(String::new, |f| format!(" (the first in {f})")),
-                started.elapsed().as_secs_f64()
-            ));
+        let cut = seen.lock().expect("cut observer").clone();
+        if cut.count > 0 {
+            let e =
+                super::unwind::rerun_exact(&cfg, out, &cut, &mut Attributor::new(spec.clone()))?;
+            out = e.out;
+            stacks = e.stacks;
+            unwind = e.unwind;
+            notes.push(e.note);
         }
     }
     let runtime_exit = super::unwind::runtime_exit(&out);
@@ -156,6 +149,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     let options = analyze::Options {
         hide_noise_reachable: out.added_reachable,
         origins: None,
+        stacks,
     };
     let xml_files = out.reports.clone();
     let analyse = |observer, options| {
@@ -248,7 +242,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     report.valgrind_command = out.valgrind_command.clone();
     report.stopped = out.stopped.clone();
     report.origins = origins_out;
-    report.engine = super::unwind::engine_out(&out, exact);
+    report.engine = super::unwind::engine_out(&out, &unwind);
     outputs.finish(&mut report, baseline, &problems);
     out.end_progress();
     outputs.write(&report, &a.report);

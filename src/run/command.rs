@@ -131,11 +131,18 @@ pub(super) fn set_probe(
     }
     if pytest && !cfg.only_tests.is_empty() {
         cmd.env("LEAKGATE_ONLY_TESTS", cfg.only_tests.join("\n"));
-        cmd.env("LEAKGATE_CHECKPOINTS", "0");
-        environment.push(format!(
-            "LEAKGATE_ONLY_TESTS={} LEAKGATE_CHECKPOINTS=0 (set by leakgate: only these tests run, without checkpoints)",
-            cfg.only_tests.join(" ")
-        ));
+        if cfg.only_tests_checkpoints {
+            environment.push(format!(
+                "LEAKGATE_ONLY_TESTS={} (set by leakgate: only these tests run)",
+                cfg.only_tests.join(" ")
+            ));
+        } else {
+            cmd.env("LEAKGATE_CHECKPOINTS", "0");
+            environment.push(format!(
+                "LEAKGATE_ONLY_TESTS={} LEAKGATE_CHECKPOINTS=0 (set by leakgate: only these tests run, without checkpoints)",
+                cfg.only_tests.join(" ")
+            ));
+        }
     }
 }
 

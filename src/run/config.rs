@@ -110,6 +110,9 @@ pub struct RunConfig {
     /// no checkpoints (`LEAKGATE_ONLY_TESTS`, `LEAKGATE_CHECKPOINTS=0`:
     /// the re-run of `--origins auto`, which wants origins only). Empty: all.
     pub only_tests: Vec<String>,
+    /// With `only_tests`: keep the checkpoints (the sanitizer engines'
+    /// exact-unwinding re-run of some tests wants their leaks per test).
+    pub only_tests_checkpoints: bool,
     /// `--track-fds=yes`: descriptors left open at exit and bad closes
     /// become XML errors (Valgrind 3.23+).
     pub track_fds: bool,
@@ -143,6 +146,7 @@ impl RunConfig {
             repeat: 1,
             track_origins: true,
             only_tests: Vec::new(),
+            only_tests_checkpoints: false,
             track_fds: false,
             extra_args: Vec::new(),
             cmd,

@@ -270,6 +270,64 @@ fn pytest_per_test_same_leaks_and_tests_as_valgrind() {
     assert_eq!(threaded["processes"].as_array().unwrap().len(), 1, "{err}");
 }
 
+/// A pytest suite whose refcount leak of a small object has its stack cut
+/// short by fast unwinding (CPython keeps no frame pointers): only the
+/// tests concerned run again with exact unwinding, their leaks get that
+/// run's stacks, and the findings are Valgrind's, test for test.
+#[test]
+fn pytest_cut_stacks_rerun_only_the_tests_concerned() {
+    if !common::valgrind_or_skip() || !liblsan() {
+        return;
+    }
+    let Some(py) = python_with("pytest") else {
+        return;
+    };
+    let tmp = common::tempdir();
+    let dir = common::build_python_ext_with(&py, "cpython", tmp.path());
+    std::fs::write(
+        dir.join("test_cut.py"),
+        "import leakext\n\n\
+         def test_clean():\n    leakext.clean()\n\n\
+         def test_leaks_bytes():\n    leakext.leak_bytes()\n\n\
+         def test_leaks_malloc():\n    leakext.leak_malloc()\n\n\
+         def test_clean_again():\n    leakext.clean()\n",
+    )
+    .unwrap();
+    let l = same_user_leaks(
+        &dir,
+        &[
+            py.to_str().unwrap(),
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "test_cut.py",
+        ],
+    );
+    let leaks = user_leaks(&l).join("\n");
+    assert!(leaks.contains("test_cut.py::test_leaks_bytes"), "{leaks}");
+    let note = l["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .find(|n| n.contains("with exact unwinding"))
+        .unwrap_or_else(|| panic!("no re-run note: {}", l["notes"]))
+        .to_string();
+    assert!(note.contains("test_cut.py::test_leaks_bytes"), "{note}");
+    assert!(
+        !note.contains("test_leaks_malloc"),
+        "its stack was whole: {note}"
+    );
+    assert!(
+        note.contains("the rest of this report is the first run's"),
+        "{note}"
+    );
+    let unwind = l["engine"]["unwind"].as_str().unwrap();
+    assert!(unwind.starts_with("fast, exact for "), "{unwind}");
+}
+
 /// Leaked references to objects the garbage collector lists (issue 28):
 /// under pytest (free lists off in both engines) the same leaks; the test
 /// that leaked them only Valgrind names;
