@@ -575,6 +575,7 @@ def _fork_check(san, marker):
     Returns False, having forked nothing, when a fork fails."""
     global _in_checker_fork
     checker_wait(_MAX_CHECKERS - 1)
+    gc_mod = _gc_module()
     parent = os.getpid()
     r, w = os.pipe()
     _in_checker_fork = True
@@ -594,6 +595,10 @@ def _fork_check(san, marker):
                 head = {"parent": parent, "seq": _seq}
                 san[0]((CHECKER_PREFIX + json.dumps(head)).encode("ascii"))
                 san[0](marker)
+                if gc_mod is not None:
+                    # This copy ends after its check: what only the
+                    # collector's lists hold may leave them (gcleaks.c).
+                    gc_mod.checker()
                 san[1]()
                 san[0](SANITIZER_END.encode("ascii"))
         finally:
@@ -613,6 +618,30 @@ def _fork_check(san, marker):
 
 
 _gc_exit = None  # "armed", or why not; None: not tried yet
+_gc_mod = None  # the loaded gcleaks.c, False when it cannot be; None: not tried
+
+
+def _gc_module():
+    """``gcleaks.c`` loaded as ``_leakgate_gc`` (the exit hook's and the
+    checkers' shim), or None where it cannot be (why is said once, by
+    ``gc_exit_arm``): not CPython 3.9+, a free-threaded build,
+    ``LEAKGATE_GC=keep``, no compiler or headers."""
+    global _gc_mod
+    if _gc_mod is None:
+        _gc_mod = False
+        if (
+            os.environ.get("LEAKGATE_GC", "out") != "keep"
+            and sys.implementation.name == "cpython"
+            and sys.version_info >= (3, 9)
+        ):
+            import sysconfig
+
+            if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+                try:
+                    _gc_mod = _load_extension("gcleaks", "_leakgate_gc")
+                except Exception:
+                    pass
+    return _gc_mod or None
 
 
 def gc_exit_arm():
@@ -639,7 +668,8 @@ def gc_exit_arm():
         _gc_exit = "kept (free-threaded build)"
         return _gc_exit
     try:
-        _gc_exit = _load_extension("gcleaks", "_leakgate_gc").arm()
+        mod = _gc_module()
+        _gc_exit = mod.arm() if mod is not None else _load_extension("gcleaks", "_leakgate_gc").arm()
     except Exception as e:  # no compiler, no internal headers: the lists stay as they are
         _gc_exit = "kept (%s)" % (str(e).splitlines() or [type(e).__name__])[0][:200]
     if _gc_exit != "armed" and not _gc_exit.startswith("kept (not under"):

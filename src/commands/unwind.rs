@@ -66,7 +66,10 @@ pub(super) fn not_checked(engine: Engine) -> Vec<String> {
     v.push("uninitialised values".into());
     v.push("possibly-lost and still-reachable blocks".into());
     v.push("file descriptors".into());
-    v.push("which test leaked objects the garbage collector lists (they are found at exit)".into());
+    v.push(
+        "which test leaked objects the garbage collector lists, in a process with more than one thread (they are found at exit there)"
+            .into(),
+    );
     v.push("leaked frame-stack chunks of CPython 3.11+ (mapped, not heap blocks)".into());
     v
 }
