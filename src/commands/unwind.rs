@@ -402,7 +402,8 @@ mod tests {
         }
     }
 
-    const GREW: &str = "133 (+133) bytes in 1 (+1) blocks are definitely lost in loss record 1 of 1";
+    const GREW: &str =
+        "133 (+133) bytes in 1 (+1) blocks are definitely lost in loss record 1 of 1";
     const CUT: &[(&str, &str)] = &[(PY, "malloc"), (PY, "_PyBytes_FromSize")];
     const EXACT: &[(&str, &str)] = &[
         (PY, "malloc"),

@@ -358,7 +358,11 @@ fn gc_listed_leaks_same_as_valgrind_and_keepers_pass() {
     // The same leaks (lines, bytes, blocks) under the same test: the probe's
     // forked checkers take what only the collector's lists hold out of them
     // before each check, as the exit hook does at exit.
-    assert_eq!(user_leaks(&l), user_leaks(&v), "lsan (left)\n{lerr}\n{verr}");
+    assert_eq!(
+        user_leaks(&l),
+        user_leaks(&v),
+        "lsan (left)\n{lerr}\n{verr}"
+    );
     assert!(!user_leaks(&v).is_empty(), "no leak to compare");
     assert_eq!(lcode, vcode, "{lerr}");
     assert!(
