@@ -38,8 +38,15 @@ pub const KEY_FRAMES: usize = 12;
 
 /// The record's kind and innermost error stack, hashed.
 pub fn key(rec: &Record) -> u64 {
-    let mut parts: Vec<String> = vec![rec.kind.to_string()];
-    for f in rec.stack.iter().take(KEY_FRAMES) {
+    frames_key(&rec.kind, rec.stack.iter().take(KEY_FRAMES))
+}
+
+/// A kind and frames (function, file, line and object of each; not the
+/// addresses, which differ between runs), hashed: what identifies an error
+/// or a leak across runs.
+pub fn frames_key<'a>(kind: &str, frames: impl Iterator<Item = &'a crate::model::Frame>) -> u64 {
+    let mut parts: Vec<String> = vec![kind.to_string()];
+    for f in frames {
         parts.push(format!(
             "{}\u{1}{}\u{1}{}\u{1}{}",
             f.func.as_deref().unwrap_or(""),

@@ -19,21 +19,9 @@ use crate::model::{Frame, Record};
 /// A cut stack ([`key`]) → the exact stack of the same leak.
 pub type StackMap = HashMap<u64, Vec<Frame>>;
 
-/// The record's kind and whole stack (function, file, line and object of
-/// every frame; not the addresses, which differ between runs), hashed.
+/// The record's kind and whole stack, hashed (`origins::frames_key`).
 pub fn key(rec: &Record) -> u64 {
-    let mut parts: Vec<String> = vec![rec.kind.to_string()];
-    for f in &rec.stack {
-        parts.push(format!(
-            "{}\u{1}{}\u{1}{}\u{1}{}",
-            f.func.as_deref().unwrap_or(""),
-            f.file.as_deref().unwrap_or(""),
-            f.line.map(|l| l.to_string()).unwrap_or_default(),
-            f.obj.as_deref().unwrap_or("")
-        ));
-    }
-    let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
-    crate::util::fnv1a_parts(&refs)
+    super::origins::frames_key(&rec.kind, rec.stack.iter())
 }
 
 /// Gives a leak record the exact stack `map` holds for its cut one.

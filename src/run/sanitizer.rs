@@ -206,10 +206,12 @@ fn options(engine: Engine, cfg: &RunConfig, log: &Path) -> (String, String) {
     // again in every process and forked checker, and read libpython's debug
     // information each time. Not with the user's own `suppressions=`:
     // their `leak:` rules name functions, which only a symbolising runtime
-    // sees.
+    // sees. Nor without addr2line (binutils), which leakgate's own
+    // symbolisation uses.
     if !user
         .split(':')
         .any(|o| o.trim().starts_with("suppressions="))
+        && which::which("addr2line").is_ok()
     {
         opts.push("symbolize=0".into());
     }

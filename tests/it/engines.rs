@@ -12,7 +12,7 @@
 
 use crate::common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
@@ -222,28 +222,42 @@ fn cpython_extension_same_leaks_with_the_exact_rerun() {
     assert_eq!(user_leaks(&l).len(), 3, "{text}");
 }
 
-#[test]
-fn pytest_per_test_same_leaks_and_tests_as_valgrind() {
+/// What the pytest tests below share: Valgrind, the runtime and a Python
+/// with pytest (else skipped), and the test extension `ext` (a directory
+/// of `tests/programs/`) built in a temporary directory: (that directory's
+/// guard, the directory, the Python).
+fn pytest_ext(ext: &str) -> Option<(tempfile::TempDir, PathBuf, PathBuf)> {
     if !common::valgrind_or_skip() || !liblsan() {
-        return;
+        return None;
     }
-    let Some(py) = python_with("pytest") else {
-        return;
-    };
+    let py = python_with("pytest")?;
     let tmp = common::tempdir();
-    let dir = common::build_python_ext_with(&py, "cpython", tmp.path());
-    for f in ["test_suite.py", "conftest.py"] {
-        std::fs::copy(common::programs_dir().join("pytest").join(f), dir.join(f)).unwrap();
-    }
-    let cmd = [
+    let dir = common::build_python_ext_with(&py, ext, tmp.path());
+    Some((tmp, dir, py))
+}
+
+/// `python -m pytest -q -p no:cacheprovider FILE`.
+fn pytest_cmd<'a>(py: &'a Path, file: &'a str) -> [&'a str; 7] {
+    [
         py.to_str().unwrap(),
         "-m",
         "pytest",
         "-q",
         "-p",
         "no:cacheprovider",
-        "test_suite.py",
-    ];
+        file,
+    ]
+}
+
+#[test]
+fn pytest_per_test_same_leaks_and_tests_as_valgrind() {
+    let Some((_tmp, dir, py)) = pytest_ext("cpython") else {
+        return;
+    };
+    for f in ["test_suite.py", "conftest.py"] {
+        std::fs::copy(common::programs_dir().join("pytest").join(f), dir.join(f)).unwrap();
+    }
+    let cmd = pytest_cmd(&py, "test_suite.py");
     let l = same_user_leaks(&dir, &cmd);
     assert!(l["per_test"].is_object(), "{}", l["per_test"]);
     // The leak checks ran in forked checkers (one thread here), whose
@@ -276,14 +290,9 @@ fn pytest_per_test_same_leaks_and_tests_as_valgrind() {
 /// run's stacks, and the findings are Valgrind's, test for test.
 #[test]
 fn pytest_cut_stacks_rerun_only_the_tests_concerned() {
-    if !common::valgrind_or_skip() || !liblsan() {
-        return;
-    }
-    let Some(py) = python_with("pytest") else {
+    let Some((_tmp, dir, py)) = pytest_ext("cpython") else {
         return;
     };
-    let tmp = common::tempdir();
-    let dir = common::build_python_ext_with(&py, "cpython", tmp.path());
     std::fs::write(
         dir.join("test_cut.py"),
         "import leakext\n\n\
@@ -293,18 +302,7 @@ fn pytest_cut_stacks_rerun_only_the_tests_concerned() {
          def test_clean_again():\n    leakext.clean()\n",
     )
     .unwrap();
-    let l = same_user_leaks(
-        &dir,
-        &[
-            py.to_str().unwrap(),
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "test_cut.py",
-        ],
-    );
+    let l = same_user_leaks(&dir, &pytest_cmd(&py, "test_cut.py"));
     let leaks = user_leaks(&l).join("\n");
     assert!(leaks.contains("test_cut.py::test_leaks_bytes"), "{leaks}");
     let note = l["notes"]
@@ -335,24 +333,11 @@ fn pytest_cut_stacks_rerun_only_the_tests_concerned() {
 /// module state becomes a finding.
 #[test]
 fn gc_listed_leaks_same_as_valgrind_and_keepers_pass() {
-    if !common::valgrind_or_skip() || !liblsan() {
-        return;
-    }
-    let Some(py) = python_with("pytest") else {
+    let Some((_tmp, dir, py)) = pytest_ext("gcleaks") else {
         return;
     };
-    let tmp = common::tempdir();
-    let dir = common::build_python_ext_with(&py, "gcleaks", tmp.path());
     let pyv = py.to_str().unwrap();
-    let cmd = [
-        pyv,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "test_gc.py",
-    ];
+    let cmd = pytest_cmd(&py, "test_gc.py");
     let (vcode, v, verr) = run(&dir, "valgrind", &[], &cmd);
     let (lcode, l, lerr) = run(&dir, "lsan", &[], &cmd);
     // The same leaks (lines, bytes, blocks) under the same test: the probe's
