@@ -258,6 +258,7 @@ _os_exit = os._exit  # the real one: the sanitizer engines wrap os._exit
 _checkers = []  # the read ends of the pipes the running checkers hold open
 #: How many checkers may run at once (beside the process itself).
 _MAX_CHECKERS = 2
+_checker_wait_at_exit = False  # checker_wait registered with atexit
 _in_checker_fork = False  # set around the checker's fork (no process line)
 
 _san = None  # (line, check) of the preloaded sanitizer runtime; False: none
@@ -580,7 +581,7 @@ def _fork_check(san, marker):
     oldest is waited for first), and the process's end waits for all.
     Returns False, having forked nothing, when the first fork fails (the
     check then runs in the process)."""
-    global _in_checker_fork
+    global _in_checker_fork, _checker_wait_at_exit
     checker_wait(_MAX_CHECKERS - 1)
     gc_mod = _gc_module()
     parent = os.getpid()
@@ -621,10 +622,11 @@ def _fork_check(san, marker):
     _checkers.append(r)
     san[0](marker)
     san[0]((FORKED_PREFIX + json.dumps({"seq": _seq})).encode("ascii"))
-    import atexit
+    if not _checker_wait_at_exit:
+        import atexit
 
-    atexit.unregister(checker_wait)
-    atexit.register(checker_wait)
+        atexit.register(checker_wait)
+        _checker_wait_at_exit = True
     return True
 
 

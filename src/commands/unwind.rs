@@ -14,6 +14,7 @@
 //! engine does not check (the report's `engine`), the options that only
 //! Valgrind has, and the target's exit status when the runtime replaced it.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -249,11 +250,11 @@ fn match_stacks(cut: &[Grown], exact: &[Grown]) -> Option<stacks::StackMap> {
             return None;
         }
         let stack = &pick[0].rec.stack;
-        match map.get(&stacks::key(&g.rec)) {
-            Some(s) if s != stack => return None,
-            Some(_) => {}
-            None => {
-                map.insert(stacks::key(&g.rec), stack.clone());
+        match map.entry(stacks::key(&g.rec)) {
+            Entry::Occupied(s) if s.get() != stack => return None,
+            Entry::Occupied(_) => {}
+            Entry::Vacant(v) => {
+                v.insert(stack.clone());
             }
         }
     }

@@ -56,16 +56,13 @@ fn checker_report(text: &[u8], pid: Option<u64>) -> Option<((u64, u64), Vec<u8>)
     let from = format!("=={pid}==");
     let to = format!("=={}==", key.0);
     let mut out = Vec::with_capacity(rest.len());
-    let mut i = 0;
-    while i < rest.len() {
-        if rest[i..].starts_with(from.as_bytes()) {
-            out.extend_from_slice(to.as_bytes());
-            i += from.len();
-        } else {
-            out.push(rest[i]);
-            i += 1;
-        }
+    let mut last = 0;
+    for at in memchr::memmem::find_iter(rest, from.as_bytes()) {
+        out.extend_from_slice(&rest[last..at]);
+        out.extend_from_slice(to.as_bytes());
+        last = at + from.len();
     }
+    out.extend_from_slice(&rest[last..]);
     Some((key, out))
 }
 
@@ -106,22 +103,17 @@ pub(super) fn put_back(logs: Vec<PathBuf>) -> Vec<PathBuf> {
     let mut reports = Reports::new();
     let mut kept = Vec::with_capacity(logs.len());
     for path in logs {
-        let Ok(text) = std::fs::read(&path) else {
-            kept.push(path);
-            continue;
-        };
         // A checker's line comes first in its log (before anything the
-        // runtime writes); the probe writes nothing else there.
-        if text.starts_with(CHECKER_PREFIX.as_bytes())
+        // runtime writes); the probe writes nothing else there. Only those
+        // logs are read whole here.
+        if starts_with_checker(&path)
+            && let Ok(text) = std::fs::read(&path)
             && let Some((key, report)) = checker_report(&text, pid_of(&path))
         {
             reports.insert(key, report);
             continue;
         }
         kept.push(path);
-    }
-    if reports.is_empty() {
-        return kept;
     }
     for path in &kept {
         let Some(pid) = pid_of(path) else { continue };
@@ -136,6 +128,15 @@ pub(super) fn put_back(logs: Vec<PathBuf>) -> Vec<PathBuf> {
         }
     }
     kept
+}
+
+/// Whether a log starts with a checker's line (its first bytes only).
+fn starts_with_checker(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; CHECKER_PREFIX.len()];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == *CHECKER_PREFIX.as_bytes())
 }
 
 #[cfg(test)]

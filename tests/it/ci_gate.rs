@@ -53,15 +53,6 @@ fn lg_json(dir: &Path, sub: &str, opts: &[&str], tail: &[&str]) -> (i32, Value) 
     (code(&out), r)
 }
 
-fn reasons(r: &Value) -> Vec<String> {
-    r["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect()
-}
-
 fn notes(r: &Value) -> Vec<String> {
     r["notes"]
         .as_array()
@@ -88,7 +79,7 @@ fn check_policies(dir: &Path, xml: &Path, cases: &[(&[&str], i32, Option<&str>)]
         let mut all = vec!["--src-root", root];
         all.extend_from_slice(opts);
         let (got, r) = lg_json(dir, "analyze", &all, &[xml.to_str().unwrap()]);
-        let rs = reasons(&r);
+        let rs = common::reasons(&r);
         assert_eq!(got, *want, "exit code with {opts:?}; reasons: {rs:#?}");
         assert_eq!(r["verdict"]["exit_code"], *want);
         match reason {
@@ -161,7 +152,7 @@ fn policies_on_leak_kinds() {
         ],
         &["--", "./leak_kinds"],
     );
-    assert_eq!(got, 1, "{:#?}", reasons(&r));
+    assert_eq!(got, 1, "{:#?}", common::reasons(&r));
     assert_eq!(
         r["policy"]["fail_on"],
         serde_json::json!(["definite", "indirect", "errors"])
@@ -298,8 +289,8 @@ fn policies_on_memory_errors_target_exit_and_incomplete_reports() {
 
     // The target's exit status: 4 whatever --fail-on says, unless ignored.
     let (got, r) = lg_json(dir, "run", &["--fail-on", "none"], &["--", "./exit3"]);
-    assert_eq!(got, 4, "{:#?}", reasons(&r));
-    assert_eq!(reasons(&r), ["the target exited with code 3"]);
+    assert_eq!(got, 4, "{:#?}", common::reasons(&r));
+    assert_eq!(common::reasons(&r), ["the target exited with code 3"]);
     let (got, _) = lg_json(
         dir,
         "run",
@@ -308,7 +299,7 @@ fn policies_on_memory_errors_target_exit_and_incomplete_reports() {
     );
     assert_eq!(got, 0);
     let (got, r) = lg_json(dir, "run", &["--fail-on", "all"], &["--", "./clean"]);
-    assert_eq!(got, 0, "{:#?}", reasons(&r));
+    assert_eq!(got, 0, "{:#?}", common::reasons(&r));
 
     // Incomplete: the report cut after its last record.
     let file = std::fs::read_dir(&xml)
@@ -386,7 +377,7 @@ fn policies_on_the_cpython_extension() {
     let tmp = common::tempdir();
     let ext = common::build_python_ext_with(&py, "cpython", tmp.path());
     let (got, r, xml) = run_python_ext(&py, &ext);
-    assert_eq!(got, 1, "{:#?}", reasons(&r));
+    assert_eq!(got, 1, "{:#?}", common::reasons(&r));
     // 48 + 133 + 40 bytes, all definitely lost.
     let total: u64 = user(&r)
         .iter()
@@ -430,7 +421,7 @@ fn policies_on_the_pybind11_extension() {
     let tmp = common::tempdir();
     let ext = common::build_python_ext_with(&py, "pybind11", tmp.path());
     let (got, r, xml) = run_python_ext(&py, &ext);
-    assert_eq!(got, 1, "{:#?}", reasons(&r));
+    assert_eq!(got, 1, "{:#?}", common::reasons(&r));
     let user_possible = user(&r)
         .iter()
         .filter(|f| f["kind"] == "Leak_PossiblyLost")
@@ -556,7 +547,7 @@ fn baseline_round_trip() {
     // Record on the original: two leaks.
     let v1 = build_variant(&tmp.path().join("v1"), &[]);
     let (got, r) = run_baseline(&v1, &["--fail-on", "none", "--write-baseline", base_s]);
-    assert_eq!(got, 0, "{:#?}", reasons(&r));
+    assert_eq!(got, 0, "{:#?}", common::reasons(&r));
     let recorded = std::fs::read_to_string(&base).unwrap();
     let b: Value = serde_json::from_str(&recorded).unwrap();
     assert_eq!(b["leakgate_baseline"], 1);
@@ -590,7 +581,7 @@ fn baseline_round_trip() {
             again.to_str().unwrap(),
         ],
     );
-    assert_eq!(got, 0, "{:#?}", reasons(&r));
+    assert_eq!(got, 0, "{:#?}", common::reasons(&r));
     assert_eq!(std::fs::read_to_string(&again).unwrap(), recorded);
     assert_eq!(r["baseline"]["known"], 2);
     assert_eq!(r["baseline"]["new"], 0);
@@ -601,7 +592,7 @@ fn baseline_round_trip() {
     let src = v2.join("baseline.c");
     let line = |m| u64::from(common::marker_line(&src, m));
     let (got, r) = run_baseline(&v2, &["--baseline", base_s]);
-    assert_eq!(got, 1, "{:#?}", reasons(&r));
+    assert_eq!(got, 1, "{:#?}", common::reasons(&r));
     assert_eq!(
         states(&r),
         [
@@ -611,7 +602,7 @@ fn baseline_round_trip() {
         ]
     );
     assert_eq!(
-        reasons(&r),
+        common::reasons(&r),
         [format!(
             "--fail-on definite,indirect,errors: 1 new gated finding in your code (1 Leak_DefinitelyLost): Leak_DefinitelyLost at baseline.c:{} in leak_b (24 bytes)",
             line("@third")
@@ -636,7 +627,7 @@ fn baseline_round_trip() {
     // One old leak removed: reported fixed; the rest known; the gate passes.
     let v3 = build_variant(&tmp.path().join("v3"), &[SHIFT, NO_CALL_A]);
     let (got, r) = run_baseline(&v3, &["--baseline", base_s]);
-    assert_eq!(got, 0, "{:#?}", reasons(&r));
+    assert_eq!(got, 0, "{:#?}", common::reasons(&r));
     let keep_b = u64::from(common::marker_line(&v3.join("baseline.c"), "@keep_b"));
     assert_eq!(
         states(&r),
@@ -725,7 +716,7 @@ fn sarif_is_valid_sarif_2_1_0() {
             sarif.to_str().unwrap(),
         ],
     );
-    assert_eq!(got, 1, "{:#?}", reasons(&r));
+    assert_eq!(got, 1, "{:#?}", common::reasons(&r));
     assert!(common::check_sarif_schema(&sarif));
 
     let s: Value = serde_json::from_str(&std::fs::read_to_string(&sarif).unwrap()).unwrap();

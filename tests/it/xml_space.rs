@@ -45,15 +45,6 @@ fn run_sh(
     (common::code(&out), report, stderr)
 }
 
-fn reasons(r: &Value) -> Vec<String> {
-    r["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn file_size_limit_is_named_and_never_passes() {
     if !common::valgrind_or_skip() {
@@ -68,7 +59,7 @@ fn file_size_limit_is_named_and_never_passes() {
         "a cut XML is incomplete, never a pass; stderr:\n{stderr}"
     );
     assert_eq!(r["verdict"]["status"], "incomplete");
-    let why = reasons(&r);
+    let why = common::reasons(&r);
     let named = why
         .iter()
         .find(|w| w.contains("the file-size limit (ulimit -f: 1,024 bytes) stopped Valgrind's XML"))
@@ -80,7 +71,7 @@ fn file_size_limit_is_named_and_never_passes() {
     let leak = common::build_c("c/leak40.c", tmp.path());
     let (code, r, stderr) = run_sh(tmp.path(), &["env"], "ulimit -f 8", &[], &leak);
     assert_eq!(code, 1, "stderr:\n{stderr}");
-    let why = reasons(&r);
+    let why = common::reasons(&r);
     assert!(
         why.iter().any(|w| w.contains("ulimit -f: 4,096 bytes")),
         "{why:#?}"
@@ -129,7 +120,7 @@ fn full_tmpdir_is_named_and_never_passes() {
             code == 3 || code == 1,
             "{what}: exit {code}, never a pass nor a usage error; stderr:\n{stderr}"
         );
-        let why = reasons(&r);
+        let why = common::reasons(&r);
         let named = why
             .iter()
             .find(|w| w.contains(&format!("{s} has no room for Valgrind's XML")))

@@ -321,6 +321,16 @@ pub(crate) fn run_capture(cmd: &mut Command, what: &str) -> Output {
 }
 
 /// A finished command's exit code (panics when a signal ended it).
+/// The verdict's reasons of a JSON report.
+pub(crate) fn reasons(r: &serde_json::Value) -> Vec<String> {
+    r["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
 pub(crate) fn code(out: &Output) -> i32 {
     out.status.code().expect("exit code")
 }
