@@ -101,6 +101,37 @@ fn user(r: &Value) -> Vec<(String, u64, u64, u64, Vec<String>)> {
         .collect()
 }
 
+/// The user's findings folded over Valgrind's two kinds for a block nobody
+/// points to the start of: `(line, blocks, bytes, tests, definitely)`.
+/// A leaked chunk is definitely lost unless a stale word somewhere still
+/// points inside it (a popped frame's slot, a callee-saved register at
+/// exit): then Memcheck calls it possibly lost, and which chunk that hits
+/// depends on the run (CI saw 19 + 1 of 20 once). The leak is the same.
+fn lost_chunks(
+    u: &[(String, u64, u64, u64, Vec<String>)],
+) -> Vec<(u64, u64, u64, Vec<String>, bool)> {
+    let mut out: Vec<(u64, u64, u64, Vec<String>, bool)> = Vec::new();
+    for (kind, line, blocks, bytes, tests) in u {
+        let lost = matches!(kind.as_str(), "Leak_DefinitelyLost" | "Leak_PossiblyLost");
+        let definite = kind == "Leak_DefinitelyLost";
+        match out.iter_mut().find(|o| lost && o.0 == *line) {
+            Some(o) => {
+                o.1 += blocks;
+                o.2 += bytes;
+                for t in tests {
+                    if !o.3.contains(t) {
+                        o.3.push(t.clone());
+                    }
+                }
+                o.4 |= definite;
+            }
+            // Any other kind stays a row of its own (and fails the tests).
+            None => out.push((*line, *blocks, *bytes, tests.clone(), definite && lost)),
+        }
+    }
+    out
+}
+
 /// Findings (any category) whose stack runs through the arena wrapper.
 fn through_wrapper(r: &Value) -> Vec<&Value> {
     r["findings"]
@@ -129,13 +160,11 @@ fn leaked_frame_stack_chunks_are_lost_at_the_extension_line_from_a_plain_script(
     assert_eq!(code, 1, "the leaky build fails:\n{shown}");
     let u = user(&r);
     assert_eq!(
-        u.iter()
-            .map(|f| (f.0.as_str(), f.1, f.2, f.3))
-            .collect::<Vec<_>>(),
-        vec![("Leak_DefinitelyLost", line, 20, 20 * CHUNK)],
+        lost_chunks(&u),
+        vec![(line, 20, 20 * CHUNK, vec![], true)],
         "{u:?}"
     );
-    assert_eq!(through_wrapper(&r).len(), 1, "only the leak: {shown}");
+    assert_eq!(through_wrapper(&r).len(), u.len(), "only the leak: {shown}");
 
     // The fixed function gives the chunk back: nothing of the user's, and
     // no finding of any kind through the wrapper (CPython's own chunks).
@@ -181,17 +210,17 @@ fn leaked_frame_stack_chunks_are_tied_to_the_test_that_leaked_them() {
     );
     let u = user(&r);
     assert_eq!(
-        u,
+        lost_chunks(&u),
         vec![(
-            "Leak_DefinitelyLost".to_string(),
             line,
             3,
             3 * CHUNK,
-            vec!["test_tasklet.py::test_run_leaky".to_string()]
+            vec!["test_tasklet.py::test_run_leaky".to_string()],
+            true
         )],
         "{u:?}"
     );
-    assert_eq!(through_wrapper(&r).len(), 1, "only the leak: {shown}");
+    assert_eq!(through_wrapper(&r).len(), u.len(), "only the leak: {shown}");
 
     let (code, r, shown) = run(
         &dir,
