@@ -257,7 +257,7 @@ CHECKER_PREFIX = "leakgate-checker "
 _os_exit = os._exit  # the real one: the sanitizer engines wrap os._exit
 _checkers = []  # the read ends of the pipes the running checkers hold open
 #: How many checkers may run at once (beside the process itself).
-_MAX_CHECKERS = 2
+_MAX_CHECKERS = 4
 _checker_wait_at_exit = False  # checker_wait registered with atexit
 _in_checker_fork = False  # set around the checker's fork (no process line)
 
@@ -571,24 +571,34 @@ def _fork_check(san, marker):
     """A checkpoint whose leak check runs in a forked copy of the process
     (a checker) while the process goes on: the copy holds the heap as it is
     at this point, so its report is the one an in-process check would print
-    here. The checker is a grandchild (its parent exits at once and is
-    waited for here), so that no ``os.wait()`` of the target's sees it;
-    leakgate, the subreaper, is left to reap it. Its report goes into its
-    own log (``leakgate-checker {parent, seq}``, the marker, the report, the
-    end line); this process's log gets the marker and a
-    ``leakgate-checkpoint-forked`` line where the report belongs, and
-    leakgate puts it there. At most ``_MAX_CHECKERS`` run at once (the
-    oldest is waited for first), and the process's end waits for all.
-    Returns False, having forked nothing, when the first fork fails (the
-    check then runs in the process)."""
+    here. No ``os.wait()`` of the target's may see the checker: it is made a
+    sibling of this process (``clone(CLONE_PARENT)``, ``_sibling_fork``)
+    where the parent is leakgate, the subreaper, and a grandchild elsewhere
+    (its parent exits at once and is waited for here); leakgate reaps it.
+    Its report goes into its own log (``leakgate-checker {parent, seq}``,
+    the marker, the report, the end line); this process's log gets the
+    marker and a ``leakgate-checkpoint-forked`` line where the report
+    belongs, and leakgate puts it there. At most ``_MAX_CHECKERS`` run at
+    once (the oldest is waited for first), and the process's end waits for
+    all unless leakgate does (``_checkers_at_exit``). Returns False, having
+    forked nothing, when the first fork fails (the check then runs in the
+    process)."""
     global _in_checker_fork, _checker_wait_at_exit
     checker_wait(_MAX_CHECKERS - 1)
     gc_mod = _gc_module()
-    parent = os.getpid()
+    head = (CHECKER_PREFIX + json.dumps({"parent": os.getpid(), "seq": _seq})).encode("ascii")
     r, w = os.pipe()
+    sibling = _sibling_fork()
     _in_checker_fork = True
     try:
-        pid = os.fork()
+        if sibling is not None:
+            try:
+                pid = sibling()
+            except OSError:  # a seccomp filter, say: grandchildren from now on
+                _sibling_off()
+                sibling = None
+        if sibling is None:
+            pid = os.fork()
     except OSError:
         os.close(r)
         os.close(w)
@@ -599,9 +609,8 @@ def _fork_check(san, marker):
         _in_checker_fork = True  # the finally above reset it here too
         try:
             os.close(r)
-            if os.fork() == 0:
-                head = {"parent": parent, "seq": _seq}
-                san[0]((CHECKER_PREFIX + json.dumps(head)).encode("ascii"))
+            if sibling is not None or os.fork() == 0:
+                san[0](head)
                 san[0](marker)
                 if gc_mod is not None:
                     # This copy ends after its check: what only the
@@ -615,7 +624,8 @@ def _fork_check(san, marker):
         finally:
             _os_exit(0)
     os.close(w)
-    os.waitpid(pid, 0)
+    if sibling is None:
+        os.waitpid(pid, 0)
     # Should the second fork have failed, the pipe is at EOF at once and
     # the placeholder, left without a report, makes leakgate call this
     # process incomplete.
@@ -625,9 +635,76 @@ def _fork_check(san, marker):
     if not _checker_wait_at_exit:
         import atexit
 
-        atexit.register(checker_wait)
+        atexit.register(_checkers_at_exit)
         _checker_wait_at_exit = True
     return True
+
+
+def _checkers_at_exit():
+    """The process's end waits for its checkers, unless leakgate does: when
+    they are its siblings in the group it leads (leakgate waits for the
+    whole group), the interpreter's finalisation and LeakSanitizer's exit
+    check run while the last checks finish."""
+    if _clone and os.getpgrp() == os.getpid() and _is_reapers_child():
+        return
+    checker_wait()
+
+
+def _is_reapers_child():
+    """Whether this process's parent is leakgate (``LEAKGATE_REAPER``)."""
+    return os.environ.get("LEAKGATE_REAPER") == str(os.getppid())
+
+
+def _sibling_off():
+    global _clone
+    _clone = False
+
+
+#: clone(2)'s system call number, where ``_sibling_fork`` knows it.
+_CLONE_NR = {"x86_64": 56, "aarch64": 220}
+_CLONE_PARENT = 0x00008000
+_SIGCHLD = 17
+_clone = None  # (the syscall function, clone's number); False: not usable
+
+
+def _sibling_fork():
+    """A fork whose copy is this process's sibling, ``clone(CLONE_PARENT |
+    SIGCHLD)``: one copy where ``_fork_check`` would make two (a child that
+    forks the checker and exits, waited for here). Only where this
+    process's parent is leakgate (``LEAKGATE_REAPER``), which reaps it,
+    and on one thread (``_forked_checks``). The copy skips
+    the fork handlers of libc and CPython: it only writes its report and
+    exits. A callable returning the pid (0 in the copy, OSError on
+    failure), or None where the checker is a grandchild instead
+    (``LEAKGATE_SIBLING_CHECKERS=0`` too)."""
+    global _clone
+    if not _is_reapers_child():
+        return None
+    if os.environ.get("LEAKGATE_SIBLING_CHECKERS", "1") == "0":
+        return None
+    if _clone is None:
+        _clone = False
+        try:
+            nr = _CLONE_NR.get(os.uname().machine)
+            if nr is not None:
+                f = ctypes.PyDLL(None, use_errno=True).syscall  # the GIL stays held
+                f.restype = ctypes.c_long
+                f.argtypes = [ctypes.c_long, ctypes.c_ulong] + [ctypes.c_void_p] * 4
+                _clone = (f, nr)
+        except (OSError, AttributeError):
+            pass
+    if not _clone:
+        return None
+    f, nr = _clone
+
+    def clone():
+        pid = f(nr, _CLONE_PARENT | _SIGCHLD, None, None, None, None)
+        if pid < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        return pid
+
+    return clone
 
 
 _gc_exit = None  # "armed", or why not; None: not tried yet

@@ -199,25 +199,41 @@ count_ref(PyObject *op, void *arg)
     return 0;
 }
 
+/* Where count_out_ref puts the nodes that become followers. */
+struct found {
+    size_t *idx;
+    size_t n;
+};
+
+/* Counts a reference from an object taken out; a node in the lists that
+ * nothing but taken-out objects refer to any more becomes a follower. */
 static int
 count_out_ref(PyObject *op, void *arg)
 {
-    (void)arg;
     if (op == NULL || !PyObject_IS_GC(op))
         return 0;
     long i = lookup(_Py_AS_GC(op));
-    if (i >= 0)
-        nodes[i].out_refs++;
+    if (i >= 0 && ++nodes[i].out_refs == nodes[i].refs && nodes[i].state == 0) {
+        struct found *f = arg;
+        f->idx[f->n++] = (size_t)i;
+    }
     return 0;
 }
 
 static void
-traverse(size_t i, visitproc visit)
+traverse(size_t i, visitproc visit, void *arg)
 {
     PyObject *op = (PyObject *)(SHOW(nodes[i].gc) + 1);
     traverseproc t = Py_TYPE(op)->tp_traverse;
     if (t != NULL)
-        t(op, visit, NULL);
+        t(op, visit, arg);
+}
+
+static int
+by_index(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
 }
 
 /* Takes node i out of its list; it is linked to itself. */
@@ -373,7 +389,7 @@ leakgate_gc_exit(void)
         return;
     }
     for (size_t i = 0; i < n_nodes; i++)
-        traverse(i, count_ref);
+        traverse(i, count_ref, NULL);
     size_t *idx = map((n_nodes ? n_nodes : 1) * sizeof *idx);
     if (idx == NULL)
         return;
@@ -397,20 +413,27 @@ leakgate_gc_exit(void)
             idx[n++] = i;
     base_dubious = dubious_blocks();
     size_t out = settle(idx, n);
-    /* What only the objects taken out refer to follows them. */
+    /* What only the objects taken out refer to follows them, round by
+     * round: each round counts the references of the objects the last one
+     * took out (out_refs adds up over the rounds), and its followers are
+     * the nodes whose count reached their references from tracked objects. */
     size_t followers = 0;
+    size_t *fresh = map((n_nodes ? n_nodes : 1) * sizeof *fresh);
+    size_t n_fresh = 0;
+    if (fresh == NULL)
+        out = 0; /* no memory: no followers */
+    for (size_t k = 0; k < n && fresh != NULL; k++)
+        if (nodes[idx[k]].state == 2)
+            fresh[n_fresh++] = idx[k];
     for (int round = 0; round < 64 && out > 0 && !gave_up; round++) {
-        for (size_t i = 0; i < n_nodes; i++)
-            nodes[i].out_refs = 0;
-        for (size_t i = 0; i < n_nodes; i++)
-            if (nodes[i].state == 2)
-                traverse(i, count_out_ref);
-        n = 0;
-        for (size_t i = 0; i < n_nodes; i++)
-            if (nodes[i].state == 0 && nodes[i].refs > 0 && nodes[i].out_refs == nodes[i].refs)
-                idx[n++] = i;
+        struct found f = {idx, 0};
+        for (size_t k = 0; k < n_fresh; k++)
+            traverse(fresh[k], count_out_ref, &f);
+        n = f.n;
         if (n == 0)
             break;
+        /* In the order of the lists, as a scan of every node would give. */
+        qsort(idx, n, sizeof *idx, by_index);
         for (size_t k = 0; k < n; k++)
             nodes[idx[k]].state = 1;
         size_t got = settle(idx, n);
@@ -418,6 +441,10 @@ leakgate_gc_exit(void)
         if (got == 0)
             break;
         out += got;
+        n_fresh = 0;
+        for (size_t k = 0; k < n; k++)
+            if (nodes[idx[k]].state == 2)
+                fresh[n_fresh++] = idx[k];
     }
     size_t held = 0;
     for (size_t i = 0; i < n_nodes; i++) {

@@ -288,6 +288,9 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         }
     ));
     cmd.env("LEAKGATE_ENGINE", prefix);
+    // The subreaper the target's checkers may be siblings of (the probe's
+    // `_sibling_fork`): only a process whose parent this is makes them so.
+    cmd.env("LEAKGATE_REAPER", std::process::id().to_string());
     let python = is_python_target(&cfg.cmd[0], &target);
     if python {
         command::set_python_malloc(&mut cmd, &mut environment);

@@ -121,7 +121,7 @@ pub(super) fn supervise(
                 ));
             }
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(5));
     }
     Supervised {
         exits,

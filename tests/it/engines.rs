@@ -270,6 +270,16 @@ fn pytest_per_test_same_leaks_and_tests_as_valgrind() {
     // stack, so the probe checks in the process): the same findings.
     let (_, inproc, err) = run_env(&dir, "lsan", &[("LEAKGATE_FORKED_CHECKS", "0")], &[], &cmd);
     assert_eq!(user_leaks(&inproc), user_leaks(&l), "{err}");
+    // Checkers as grandchildren (what a process whose parent is not
+    // leakgate gets) instead of leakgate's children: the same findings.
+    let (_, grand, err) = run_env(
+        &dir,
+        "lsan",
+        &[("LEAKGATE_SIBLING_CHECKERS", "0")],
+        &[],
+        &cmd,
+    );
+    assert_eq!(user_leaks(&grand), user_leaks(&l), "{err}");
     std::fs::write(
         dir.join("conftest.py"),
         format!(
