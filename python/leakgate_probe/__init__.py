@@ -588,16 +588,11 @@ def _fork_check(san, marker):
     gc_mod = _gc_module()
     head = (CHECKER_PREFIX + json.dumps({"parent": os.getpid(), "seq": _seq})).encode("ascii")
     r, w = os.pipe()
-    sibling = _sibling_fork()
     _in_checker_fork = True
     try:
-        if sibling is not None:
-            try:
-                pid = sibling()
-            except OSError:  # a seccomp filter, say: grandchildren from now on
-                _sibling_off()
-                sibling = None
-        if sibling is None:
+        pid = _sibling_fork()
+        sibling = pid is not None
+        if not sibling:
             pid = os.fork()
     except OSError:
         os.close(r)
@@ -609,7 +604,7 @@ def _fork_check(san, marker):
         _in_checker_fork = True  # the finally above reset it here too
         try:
             os.close(r)
-            if sibling is not None or os.fork() == 0:
+            if sibling or os.fork() == 0:
                 san[0](head)
                 san[0](marker)
                 if gc_mod is not None:
@@ -624,7 +619,7 @@ def _fork_check(san, marker):
         finally:
             _os_exit(0)
     os.close(w)
-    if sibling is None:
+    if not sibling:
         os.waitpid(pid, 0)
     # Should the second fork have failed, the pipe is at EOF at once and
     # the placeholder, left without a report, makes leakgate call this
@@ -655,11 +650,6 @@ def _is_reapers_child():
     return os.environ.get("LEAKGATE_REAPER") == str(os.getppid())
 
 
-def _sibling_off():
-    global _clone
-    _clone = False
-
-
 #: clone(2)'s system call number, where ``_sibling_fork`` knows it.
 _CLONE_NR = {"x86_64": 56, "aarch64": 220}
 _CLONE_PARENT = 0x00008000
@@ -668,15 +658,15 @@ _clone = None  # (the syscall function, clone's number); False: not usable
 
 
 def _sibling_fork():
-    """A fork whose copy is this process's sibling, ``clone(CLONE_PARENT |
+    """Forks a copy that is this process's sibling, ``clone(CLONE_PARENT |
     SIGCHLD)``: one copy where ``_fork_check`` would make two (a child that
     forks the checker and exits, waited for here). Only where this
     process's parent is leakgate (``LEAKGATE_REAPER``), which reaps it,
-    and on one thread (``_forked_checks``). The copy skips
-    the fork handlers of libc and CPython: it only writes its report and
-    exits. A callable returning the pid (0 in the copy, OSError on
-    failure), or None where the checker is a grandchild instead
-    (``LEAKGATE_SIBLING_CHECKERS=0`` too)."""
+    and on one thread (``_forked_checks``). The copy skips the fork
+    handlers of libc and CPython: it only writes its report and exits.
+    Returns the pid (0 in the copy), or None where the checker is to be a
+    grandchild instead (``LEAKGATE_SIBLING_CHECKERS=0`` too, and from the
+    first failed clone on: a seccomp filter, say)."""
     global _clone
     if not _is_reapers_child():
         return None
@@ -687,7 +677,7 @@ def _sibling_fork():
         try:
             nr = _CLONE_NR.get(os.uname().machine)
             if nr is not None:
-                f = ctypes.PyDLL(None, use_errno=True).syscall  # the GIL stays held
+                f = ctypes.PyDLL(None).syscall  # the GIL stays held
                 f.restype = ctypes.c_long
                 f.argtypes = [ctypes.c_long, ctypes.c_ulong] + [ctypes.c_void_p] * 4
                 _clone = (f, nr)
@@ -696,15 +686,11 @@ def _sibling_fork():
     if not _clone:
         return None
     f, nr = _clone
-
-    def clone():
-        pid = f(nr, _CLONE_PARENT | _SIGCHLD, None, None, None, None)
-        if pid < 0:
-            e = ctypes.get_errno()
-            raise OSError(e, os.strerror(e))
-        return pid
-
-    return clone
+    pid = f(nr, _CLONE_PARENT | _SIGCHLD, None, None, None, None)
+    if pid < 0:
+        _clone = False
+        return None
+    return pid
 
 
 _gc_exit = None  # "armed", or why not; None: not tried yet

@@ -418,14 +418,13 @@ leakgate_gc_exit(void)
      * took out (out_refs adds up over the rounds), and its followers are
      * the nodes whose count reached their references from tracked objects. */
     size_t followers = 0;
-    size_t *fresh = map((n_nodes ? n_nodes : 1) * sizeof *fresh);
-    size_t n_fresh = 0;
-    if (fresh == NULL)
-        out = 0; /* no memory: no followers */
-    for (size_t k = 0; k < n && fresh != NULL; k++)
-        if (nodes[idx[k]].state == 2)
-            fresh[n_fresh++] = idx[k];
-    for (int round = 0; round < 64 && out > 0 && !gave_up; round++) {
+    size_t *fresh = map((n_nodes ? n_nodes : 1) * sizeof *fresh); /* NULL: no followers */
+    for (int round = 0; round < 64 && out > 0 && fresh != NULL && !gave_up; round++) {
+        /* idx[0..n): what the last settle() was given. */
+        size_t n_fresh = 0;
+        for (size_t k = 0; k < n; k++)
+            if (nodes[idx[k]].state == 2)
+                fresh[n_fresh++] = idx[k];
         struct found f = {idx, 0};
         for (size_t k = 0; k < n_fresh; k++)
             traverse(fresh[k], count_out_ref, &f);
@@ -441,10 +440,6 @@ leakgate_gc_exit(void)
         if (got == 0)
             break;
         out += got;
-        n_fresh = 0;
-        for (size_t k = 0; k < n; k++)
-            if (nodes[idx[k]].state == 2)
-                fresh[n_fresh++] = idx[k];
     }
     size_t held = 0;
     for (size_t i = 0; i < n_nodes; i++) {
