@@ -26,6 +26,12 @@ pub const FORKED_PREFIX: &str = "leakgate-checkpoint-forked ";
 /// it).
 pub const CHECKER_PREFIX: &str = "leakgate-checker ";
 
+/// A forked checker's line (`{"seq", "objects"}` as JSON after it) when a
+/// full garbage collection would have freed objects at its checkpoint,
+/// where the process had collected only the young generations: leakgate
+/// then runs the target again with `LEAKGATE_COLLECT=full`.
+pub const GARBAGE_PREFIX: &str = "leakgate-garbage ";
+
 /// What the exit hook's `<clientmsg>` (`gcleaks.c`: how many objects the
 /// garbage collector listed, how many it took out of its lists) starts with.
 pub const GC_PREFIX: &str = "leakgate-gc ";

@@ -253,6 +253,11 @@ PROCESS_PREFIX = "leakgate-process "
 FORKED_PREFIX = "leakgate-checkpoint-forked "
 #: What a checker's log starts with (``{"parent", "seq"}`` after it).
 CHECKER_PREFIX = "leakgate-checker "
+#: A checker's line when a full collection would have freed objects at its
+#: checkpoint, which the process collected only young objects for
+#: (``{"seq", "objects"}``; -1: not known): leakgate runs the target again
+#: with full collections (``LEAKGATE_COLLECT=full``).
+GARBAGE_PREFIX = "leakgate-garbage "
 
 _os_exit = os._exit  # the real one: the sanitizer engines wrap os._exit
 _checkers = []  # the read ends of the pipes the running checkers hold open
@@ -481,7 +486,10 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=
 
     leakgate attributes the blocks lost (or still reachable) since the
     previous checkpoint to ``label``. ``collect`` runs the garbage collector
-    first, so that objects only waiting for it are not counted. A ``start``
+    first, so that objects only waiting for it are not counted (at a
+    test's checkpoint whose check runs in a forked checker, the young
+    generations only: the checker tells whether a full collection would
+    have freed more, ``_fork_check``). A ``start``
     checkpoint takes a silent baseline instead (a summary leak check: the
     heap as it is then is not listed, later snapshots show what changed
     since). The first call also turns CPython's free lists off
@@ -496,10 +504,17 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=
     first = _freelists is None
     if first:
         free_lists_off()
-    if collect:
-        gc.collect()
-    _seq += 1
     san = _sanitizer()
+    forked = san is not None and _forked_checks()
+    young = collect and forked and kind == "test" and _young_collect()
+    if collect:
+        # A test's checkpoint with a forked check collects the young
+        # generations only (a full collection writes to every tracked
+        # object, each page a copy while checkers share it: 12-15 ms); the
+        # checker tells whether a full one would have freed more
+        # (``GARBAGE_PREFIX``), and then leakgate runs the target again.
+        gc.collect(1 if young else 2)
+    _seq += 1
     if san is not None:
         # LeakSanitizer reports every leak found so far: the marker before
         # the report, an end line after it, in the same log (leakgate takes
@@ -514,8 +529,10 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=
             index=index,
         )
         text = text.rstrip("\n").encode("ascii")
-        if _forked_checks() and _fork_check(san, text):
+        if forked and _fork_check(san, text, young):
             return True
+        if young:
+            gc.collect()  # no checker: the check runs here, after a full collection
         san[0](text)
         san[1]()
         san[0](SANITIZER_END.encode("ascii"))
@@ -536,6 +553,14 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=
     else:
         _request(_DO_LEAK_CHECK, _LEAK_CHECK_FULL, _DELTA_CHANGED)
     return True
+
+
+def _young_collect():
+    """Whether a test's checkpoint with a forked check may collect only
+    the young generations: the checker can tell whether a full collection
+    would have freed more (``gcleaks.c``), and ``LEAKGATE_COLLECT`` is not
+    ``full`` (leakgate's run again after a checker said so)."""
+    return os.environ.get("LEAKGATE_COLLECT") != "full" and _gc_module() is not None
 
 
 def _forked_checks():
@@ -567,7 +592,7 @@ def checker_wait(keep=0):
         os.close(r)
 
 
-def _fork_check(san, marker):
+def _fork_check(san, marker, young=False):
     """A checkpoint whose leak check runs in a forked copy of the process
     (a checker) while the process goes on: the copy holds the heap as it is
     at this point, so its report is the one an in-process check would print
@@ -582,7 +607,9 @@ def _fork_check(san, marker):
     once (the oldest is waited for first), and the process's end waits for
     all unless leakgate does (``_checkers_at_exit``). Returns False, having
     forked nothing, when the first fork fails (the check then runs in the
-    process)."""
+    process). ``young``: the process collected only the young generations;
+    the checker writes a ``GARBAGE_PREFIX`` line when a full collection
+    would have freed objects."""
     global _in_checker_fork, _checker_wait_at_exit
     checker_wait(_MAX_CHECKERS - 1)
     gc_mod = _gc_module()
@@ -607,13 +634,18 @@ def _fork_check(san, marker):
             if sibling or os.fork() == 0:
                 san[0](head)
                 san[0](marker)
+                garbage = -1
                 if gc_mod is not None:
                     # This copy ends after its check: what only the
                     # collector's lists hold may leave them (gcleaks.c).
                     try:
-                        gc_mod.checker()
+                        gc_mod.checker(young)
+                        garbage = gc_mod.garbage()
                     except Exception:  # the check runs all the same
                         pass
+                if young and garbage != 0:
+                    line = GARBAGE_PREFIX + json.dumps({"seq": _seq, "objects": garbage})
+                    san[0](line.encode("ascii"))
                 san[1]()
                 san[0](SANITIZER_END.encode("ascii"))
         finally:

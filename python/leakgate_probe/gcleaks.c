@@ -40,6 +40,12 @@
  * candidate (and follower) is taken out, and its exit-time check, which
  * runs after this hook, reports what nothing else holds.
  *
+ * In a forked checker (`checker()`) it first tells whether a full
+ * collection would free anything now (`garbage()`, the collector's own
+ * reachability test, read-only): a test's checkpoint there collects only
+ * the young generations, and leakgate runs the target again with full
+ * collections when a checker finds more.
+ *
  * It is loaded as the extension module `_leakgate_gc` (`arm()`, `result()`);
  * what it did goes into the XML report as a `<clientmsg>` starting with
  * "leakgate-gc ", and onto stderr when LEAKGATE_GC_DEBUG is set.
@@ -91,6 +97,9 @@ struct node {
 
 static struct node *nodes;
 static size_t n_nodes, nodes_cap;
+/* Where the frozen objects (gc.freeze(): the permanent generation, which
+ * no collection looks at) start in `nodes`. */
+static size_t n_collected;
 /* Open-addressing table: scrambled PyGC_Head -> index + 1. */
 static uintptr_t *tab_key;
 static size_t *tab_val;
@@ -121,6 +130,11 @@ slot(uintptr_t key)
     return (size_t)(h >> 17) & (tab_cap - 1);
 }
 
+/* The node of the object whose header `g` would be, or -1. Only the
+ * address is hashed: a referent that is not a tracked object (a str, an
+ * int) is simply not found, without reading its memory (the visit
+ * functions below pass every referent: PyObject_IS_GC would read its type,
+ * a cache miss each). */
 static long
 lookup(PyGC_Head *g)
 {
@@ -159,31 +173,50 @@ list_heads(PyGC_Head **heads, int *n)
     heads[(*n)++] = &gcstate->permanent_generation.head;
 }
 
+/* Room for twice as many nodes (mremap moves the pages, not the bytes). */
+static int
+grow_nodes(void)
+{
+    size_t cap = nodes_cap ? 2 * nodes_cap : 65536;
+    void *p = nodes == NULL ? mmap(NULL, cap * sizeof *nodes, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                            : mremap(nodes, nodes_cap * sizeof *nodes, cap * sizeof *nodes,
+                                     MREMAP_MAYMOVE);
+    if (p == MAP_FAILED)
+        return -1;
+    nodes = p;
+    nodes_cap = cap;
+    return 0;
+}
+
+/* One walk along the lists (each step a cache miss: the next header), then
+ * the table from the array. */
 static int
 collect_nodes(void)
 {
     PyGC_Head *heads[8];
     int nh;
     list_heads(heads, &nh);
-    size_t count = 0;
-    for (int i = 0; i < nh; i++)
-        for (PyGC_Head *g = _PyGCHead_NEXT(heads[i]); g != heads[i]; g = _PyGCHead_NEXT(g))
-            count++;
-    nodes_cap = count ? count : 1;
-    nodes = map(nodes_cap * sizeof *nodes);
+    for (int i = 0; i < nh; i++) {
+        if (i == nh - 1)
+            n_collected = n_nodes;
+        for (PyGC_Head *g = _PyGCHead_NEXT(heads[i]); g != heads[i]; g = _PyGCHead_NEXT(g)) {
+            if (n_nodes == nodes_cap && grow_nodes() < 0)
+                return -1;
+            nodes[n_nodes++].gc = HIDE(g);
+        }
+    }
+    if (nodes == NULL && grow_nodes() < 0)
+        return -1;
     tab_cap = 16;
-    while (tab_cap < 2 * nodes_cap)
+    while (tab_cap < 2 * n_nodes)
         tab_cap <<= 1;
     tab_key = map(tab_cap * sizeof *tab_key);
     tab_val = map(tab_cap * sizeof *tab_val);
-    if (nodes == NULL || tab_key == NULL || tab_val == NULL)
+    if (tab_key == NULL || tab_val == NULL)
         return -1;
-    for (int i = 0; i < nh; i++)
-        for (PyGC_Head *g = _PyGCHead_NEXT(heads[i]); g != heads[i]; g = _PyGCHead_NEXT(g)) {
-            nodes[n_nodes].gc = HIDE(g);
-            insert(g, n_nodes);
-            n_nodes++;
-        }
+    for (size_t i = 0; i < n_nodes; i++)
+        insert(SHOW(nodes[i].gc), i);
     return 0;
 }
 
@@ -191,7 +224,7 @@ static int
 count_ref(PyObject *op, void *arg)
 {
     (void)arg;
-    if (op == NULL || !PyObject_IS_GC(op))
+    if (op == NULL)
         return 0;
     long i = lookup(_Py_AS_GC(op));
     if (i >= 0)
@@ -210,7 +243,7 @@ struct found {
 static int
 count_out_ref(PyObject *op, void *arg)
 {
-    if (op == NULL || !PyObject_IS_GC(op))
+    if (op == NULL)
         return 0;
     long i = lookup(_Py_AS_GC(op));
     if (i >= 0 && ++nodes[i].out_refs == nodes[i].refs && nodes[i].state == 0) {
@@ -227,6 +260,67 @@ traverse(size_t i, visitproc visit, void *arg)
     traverseproc t = Py_TYPE(op)->tp_traverse;
     if (t != NULL)
         t(op, visit, arg);
+}
+
+/* count_garbage's working state: which nodes a root reaches, and the
+ * nodes reached whose references are still to be followed. */
+struct reach {
+    unsigned char *seen;
+    size_t *todo;
+    size_t n;
+};
+
+static int
+visit_reach(PyObject *op, void *arg)
+{
+    if (op == NULL)
+        return 0;
+    long i = lookup(_Py_AS_GC(op));
+    struct reach *r = arg;
+    if (i >= 0 && !r->seen[i]) {
+        r->seen[i] = 1;
+        r->todo[r->n++] = (size_t)i;
+    }
+    return 0;
+}
+
+/* How many tracked objects a full collection would find unreachable now
+ * (cyclic garbage, what gc.collect() would free), without collecting:
+ * the collector's own test, read-only. Roots are the objects with more
+ * references than the tracked objects hold (refcount > refs: referred to
+ * from outside the lists) and the frozen ones; the garbage is what no
+ * root reaches through tp_traverse. Needs `refs` (count_ref) counted;
+ * (size_t)-1 when it cannot tell (no memory). */
+static size_t
+count_garbage(void)
+{
+    if (n_nodes == 0)
+        return 0;
+    struct reach r = {map(n_nodes), map(n_nodes * sizeof(size_t)), 0};
+    size_t garbage = (size_t)-1;
+    if (r.seen != NULL && r.todo != NULL) {
+        for (size_t i = 0; i < n_nodes; i++) {
+            PyObject *op = (PyObject *)(SHOW(nodes[i].gc) + 1);
+            if (i >= n_collected || (long)Py_REFCNT(op) > nodes[i].refs) {
+                r.seen[i] = 1;
+                r.todo[r.n++] = i;
+            }
+        }
+        size_t reached = r.n;
+        while (r.n > 0) {
+            size_t before = r.n - 1;
+            size_t i = r.todo[before];
+            r.n = before;
+            traverse(i, visit_reach, &r);
+            reached += r.n - before;
+        }
+        garbage = n_nodes - reached;
+    }
+    if (r.seen != NULL)
+        munmap(r.seen, n_nodes);
+    if (r.todo != NULL)
+        munmap(r.todo, n_nodes * sizeof(size_t));
+    return garbage;
 }
 
 static int
@@ -336,6 +430,9 @@ held_by_statics(void)
 
 static unsigned long base_dubious;
 static int gave_up;
+/* In a checker: count_garbage() before anything is taken out. */
+static int want_garbage;
+static size_t garbage = (size_t)-1;
 /* LeakSanitizer preloaded (leakgate run --engine lsan|asan): it counts a
  * pointer into a block as a reference, so taking a held object out of the
  * lists never makes it look lost; every candidate goes, without checks. */
@@ -390,6 +487,8 @@ leakgate_gc_exit(void)
     }
     for (size_t i = 0; i < n_nodes; i++)
         traverse(i, count_ref, NULL);
+    if (want_garbage)
+        garbage = count_garbage();
     size_t *idx = map((n_nodes ? n_nodes : 1) * sizeof *idx);
     if (idx == NULL)
         return;
@@ -504,10 +603,12 @@ extern void __lsan_register_root_region(const void *p, size_t size) __attribute_
  * only a running frame holds is not leaked. Never call it in a process
  * that goes on: its lists are left changed. Returns what it did. */
 static PyObject *
-checker(PyObject *self, PyObject *unused)
+checker(PyObject *self, PyObject *args)
 {
     (void)self;
-    (void)unused;
+    int young = 0;
+    if (!PyArg_ParseTuple(args, "|p", &young))
+        return NULL;
     if (__lsan_register_root_region == NULL)
         return PyUnicode_FromString("not run (no LeakSanitizer)");
     PyInterpreterState *interp = PyInterpreterState_Get();
@@ -528,11 +629,22 @@ checker(PyObject *self, PyObject *unused)
         }
 #endif
     sanitizer = 1;
+    want_garbage = young;
     gcstate = &interp->gc;
     leakgate_gc_exit();
     char text[400];
     snprintf(text, sizeof text, "%s; %zu frame-stack chunks scanned", result, regions);
     return PyUnicode_FromString(text);
+}
+
+/* _leakgate_gc.garbage(): after checker(), how many tracked objects a full
+ * collection would have freed at the checkpoint (-1: not known). */
+static PyObject *
+get_garbage(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromSsize_t(garbage == (size_t)-1 ? -1 : (Py_ssize_t)garbage);
 }
 
 /* _leakgate_gc.result(): what the exit hook did ("not run" before). */
@@ -547,7 +659,9 @@ get_result(PyObject *self, PyObject *unused)
 static PyMethodDef gc_methods[] = {
     {"arm", arm, METH_NOARGS, "Arms the exit hook; returns \"armed\" or why not."},
     {"result", get_result, METH_NOARGS, "What the exit hook did."},
-    {"checker", checker, METH_NOARGS,
+    {"garbage", get_garbage, METH_NOARGS,
+     "After checker(): the objects a full collection would have freed (-1: unknown)."},
+    {"checker", checker, METH_VARARGS,
      "In a forked checker only: takes what only the lists hold out of them."},
     {NULL, NULL, 0, NULL},
 };

@@ -39,7 +39,7 @@ pub fn policy(args: &ReportArgs, fail_on_target_exit: bool) -> Policy {
 pub struct Outputs {
     policy: Policy,
     baseline: Option<(PathBuf, Baseline)>,
-    repo_root: PathBuf,
+    repo_root: RepoRoot,
     write_baseline: Option<PathBuf>,
     outputs: Vec<(Output, PathBuf)>,
     annotations: bool,
@@ -64,9 +64,11 @@ impl Outputs {
             None => None,
         };
         let repo_root = match &c.repo_root {
-            Some(d) => std::fs::canonicalize(d)
-                .with_context(|| format!("--repo-root {}: no such directory", d.display()))?,
-            None => default_repo_root()?,
+            Some(d) => RepoRoot::known(
+                std::fs::canonicalize(d)
+                    .with_context(|| format!("--repo-root {}: no such directory", d.display()))?,
+            ),
+            None => RepoRoot::from_git()?,
         };
         let mut outputs = Vec::new();
         for (kind, path) in [
@@ -175,9 +177,10 @@ impl Outputs {
         if let Err(e) = write_or_print(args.output.as_deref(), &text) {
             fail(e);
         }
-        let ctx = CiContext::new(Some(&self.repo_root));
+        let repo_root = self.repo_root.get();
+        let ctx = CiContext::new(Some(repo_root));
         if let Some(p) = &self.write_baseline
-            && let Err(e) = Baseline::from_report(report, Some(&self.repo_root)).write(p)
+            && let Err(e) = Baseline::from_report(report, Some(repo_root)).write(p)
         {
             fail(format!("{e:#}"));
         }
@@ -253,24 +256,59 @@ pub fn write_or_print(path: Option<&Path>, text: &str) -> std::result::Result<()
     }
 }
 
-/// The git top level of the current directory, else the current directory.
-fn default_repo_root() -> Result<PathBuf> {
-    let cwd = std::env::current_dir().context("no current directory")?;
-    let git = Command::new("git")
-        .args(["rev-parse", "--show-toplevel"])
-        .stderr(std::process::Stdio::null())
-        .output();
-    if let Ok(out) = git
-        && out.status.success()
-    {
-        let top = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if !top.is_empty()
-            && let Ok(p) = std::fs::canonicalize(&top)
-        {
-            return Ok(p);
+/// The repository root the CI outputs name paths from: `--repo-root`, or
+/// the git top level of the current directory, else that directory.
+/// `git rev-parse` (about 20 ms) runs on a thread of its own, beside the
+/// run, and is waited for where the outputs are written.
+#[derive(Debug)]
+struct RepoRoot {
+    path: std::sync::OnceLock<PathBuf>,
+    git: std::sync::Mutex<Option<std::thread::JoinHandle<Option<PathBuf>>>>,
+    cwd: PathBuf,
+}
+
+impl RepoRoot {
+    fn known(p: PathBuf) -> RepoRoot {
+        RepoRoot {
+            path: p.clone().into(),
+            git: std::sync::Mutex::new(None),
+            cwd: p,
         }
     }
-    Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
+
+    fn from_git() -> Result<RepoRoot> {
+        let cwd = std::env::current_dir().context("no current directory")?;
+        let git = std::thread::spawn(git_toplevel);
+        Ok(RepoRoot {
+            path: std::sync::OnceLock::new(),
+            git: std::sync::Mutex::new(Some(git)),
+            cwd: std::fs::canonicalize(&cwd).unwrap_or(cwd),
+        })
+    }
+
+    fn get(&self) -> &Path {
+        self.path.get_or_init(|| {
+            let git = self.git.lock().ok().and_then(|mut g| g.take());
+            git.and_then(|h| h.join().ok().flatten())
+                .unwrap_or_else(|| self.cwd.clone())
+        })
+    }
+}
+
+/// `git rev-parse --show-toplevel` in the current directory, canonical.
+fn git_toplevel() -> Option<PathBuf> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let top = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if top.is_empty() {
+        return None;
+    }
+    std::fs::canonicalize(&top).ok()
 }
 
 /// An output file's directory must exist and take a new file (checked by

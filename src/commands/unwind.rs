@@ -26,8 +26,60 @@ use crate::analyze::checkpoints::{parse_delta, parse_marker};
 use crate::analyze::{Observer, stacks};
 use crate::cli::{Engine, RunArgs};
 use crate::model::{ExitStatus, Record};
+use crate::probe::{GARBAGE_PREFIX, MARKER_PREFIX};
 use crate::report::EngineOut;
 use crate::run::{self, LSAN_EXIT_CODE, RunConfig, RunOutcome};
+
+/// What the forked checkers of a sanitizer run found that only a full
+/// garbage collection frees (the probe's [`GARBAGE_PREFIX`] lines, spliced
+/// into the logs after their checkpoint's marker): "the checkpoint after
+/// TEST found N objects …", None when none did.
+pub(super) fn young_garbage(logs: &[PathBuf]) -> Option<String> {
+    let mut count = 0u64;
+    let mut first: Option<(String, i64)> = None;
+    for path in logs {
+        let Ok(text) = std::fs::read(path) else {
+            continue;
+        };
+        if memchr::memmem::find(&text, GARBAGE_PREFIX.as_bytes()).is_none() {
+            continue;
+        }
+        let mut label = String::new();
+        for line in text.split(|&b| b == b'\n') {
+            if let Some(m) = line.strip_prefix(MARKER_PREFIX.as_bytes()) {
+                if let Ok(v) = serde_json::from_slice::<serde_json::Value>(m.trim_ascii_end()) {
+                    label = v["label"].as_str().unwrap_or_default().to_string();
+                }
+            } else if let Some(g) = line.strip_prefix(GARBAGE_PREFIX.as_bytes()) {
+                count += 1;
+                if first.is_none() {
+                    let objects = serde_json::from_slice::<serde_json::Value>(g.trim_ascii_end())
+                        .ok()
+                        .and_then(|v| v["objects"].as_i64())
+                        .unwrap_or(-1);
+                    first = Some((label.clone(), objects));
+                }
+            }
+        }
+    }
+    let (label, objects) = first?;
+    let found = if objects < 0 {
+        "could not tell whether objects were left for the garbage collector".to_string()
+    } else {
+        format!(
+            "found {} that only a full garbage collection frees",
+            crate::util::plural(objects as u64, "object", "objects")
+        )
+    };
+    Some(format!(
+        "the checkpoint after {label} {found}{}",
+        if count > 1 {
+            format!(" ({} such checkpoints)", count)
+        } else {
+            String::new()
+        }
+    ))
+}
 
 /// Refuses the options a sanitizer engine cannot honour.
 pub(super) fn check_options(a: &RunArgs) -> Result<()> {
@@ -330,6 +382,7 @@ pub(super) fn rerun_exact(
     drop(out);
     let exact_cfg = RunConfig {
         slow_unwind: true,
+        full_collect: true,
         ..cfg.clone()
     };
     let out = run::run(&exact_cfg)?;

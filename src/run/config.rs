@@ -97,6 +97,11 @@ pub struct RunConfig {
     /// (`fast_unwind_on_malloc=0`): the re-run for stacks that fast
     /// unwinding cut short in code without frame pointers.
     pub slow_unwind: bool,
+    /// (lsan, asan) A full garbage collection at every checkpoint
+    /// (`LEAKGATE_COLLECT=full`), where a test's checkpoint with a forked
+    /// check otherwise collects the young generations only: the run again
+    /// after a checker found objects that only a full collection frees.
+    pub full_collect: bool,
     pub valgrind: Option<PathBuf>,
     pub num_callers: u32,
     /// `--show-leak-kinds` as given; `None`: [`DEFAULT_SHOW_LEAK_KINDS`],
@@ -139,6 +144,7 @@ impl RunConfig {
             engine: Engine::Valgrind,
             sanitizer_runtime: None,
             slow_unwind: false,
+            full_collect: false,
             valgrind: None,
             num_callers: 40,
             show_leak_kinds: None,

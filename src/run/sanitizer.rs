@@ -288,6 +288,13 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         }
     ));
     cmd.env("LEAKGATE_ENGINE", prefix);
+    if cfg.full_collect {
+        cmd.env("LEAKGATE_COLLECT", "full");
+        environment.push(
+            "LEAKGATE_COLLECT=full (set by leakgate: a full garbage collection at every checkpoint)"
+                .into(),
+        );
+    }
     // The subreaper the target's checkers may be siblings of (the probe's
     // `_sibling_fork`): only a process whose parent this is makes them so.
     cmd.env("LEAKGATE_REAPER", std::process::id().to_string());

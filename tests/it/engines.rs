@@ -397,6 +397,67 @@ fn gc_listed_leaks_same_as_valgrind_and_keepers_pass() {
     assert!(user_leaks(&r).is_empty(), "{:?}", user_leaks(&r));
 }
 
+/// A test's checkpoint with a forked check collects only the young
+/// generations (a full collection writes to every tracked object, each
+/// page then a copy while checkers share it); the checker tells whether a
+/// full one would have freed more. Here a test leaves a cycle in the oldest
+/// generation that holds the only other reference to two leaked lists:
+/// the checker says so, the target runs again with full collections, and
+/// the leaks are named under that test, as Valgrind names them. A suite
+/// without such garbage runs once.
+#[test]
+fn old_garbage_at_a_checkpoint_runs_again_with_full_collections() {
+    let Some((_tmp, dir, py)) = pytest_ext("gcleaks") else {
+        return;
+    };
+    std::fs::write(
+        dir.join("test_old.py"),
+        "import gc\nimport gcext\n\n\
+         def test_clean():\n    assert gcext.pack_pair_fixed()\n\n\
+         def test_old_garbage():\n    t = gcext.pack_pair()\n    cyc = [t]\n    cyc.append(cyc)\n\
+         \x20   gc.collect()  # cyc and t move to the oldest generation\n    del t, cyc\n\n\
+         def test_clean_again():\n    assert gcext.pack_pair_fixed()\n",
+    )
+    .unwrap();
+    let l = same_user_leaks(&dir, &pytest_cmd(&py, "test_old.py"));
+    let leaks = user_leaks(&l);
+    assert!(
+        leaks
+            .iter()
+            .all(|s| s.contains("test_old.py::test_old_garbage")),
+        "{leaks:?}"
+    );
+    let notes: Vec<&str> = l["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    let note = notes
+        .iter()
+        .find(|n| n.contains("full garbage collection at every checkpoint"))
+        .unwrap_or_else(|| panic!("no re-run note: {notes:?}"));
+    assert!(
+        note.contains("after test_old.py::test_old_garbage found 2 objects"),
+        "{note}"
+    );
+    assert!(
+        l["environment"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().starts_with("LEAKGATE_COLLECT=full")),
+        "{}",
+        l["environment"]
+    );
+    let (_, plain, err) = run(&dir, "lsan", &[], &pytest_cmd(&py, "test_gc.py"));
+    assert!(
+        !plain["notes"].to_string().contains("garbage collection"),
+        "{err}\n{}",
+        plain["notes"]
+    );
+}
+
 #[test]
 fn sanitizer_engines_refuse_what_they_cannot_do() {
     let tmp = common::tempdir();

@@ -1,14 +1,15 @@
 //! Symbolising the frames a sanitizer printed without symbols
 //! (`symbolize=0`, or no symboliser at run time): `(module+0xoffset)` frames
 //! are given to `addr2line -a -f -i -C -e module 0xoffset...`, one process
-//! per module with all its offsets, when `addr2line` is installed and the
-//! module exists on this machine. Anything that fails leaves the frames as
+//! per module with all its offsets, all started at once, when `addr2line` is
+//! installed and the module exists on this machine; their answers are kept
+//! for the rest of the process. Anything that fails leaves the frames as
 //! they were (object and address kept); inlined calls become frames of
 //! their own, innermost first, as Valgrind shows them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use super::frames::RawFrame;
 
@@ -32,15 +33,34 @@ pub(super) fn symbolize(stacks: &mut [&mut Vec<RawFrame>]) {
     let Ok(tool) = which::which("addr2line") else {
         return;
     };
-    let mut answers: BTreeMap<(String, u64), Resolved> = BTreeMap::new();
+    let mut answers = ANSWERS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // One addr2line per module, all at once (libpython's alone reads its
+    // debug information for about 25 ms); what an earlier call of this
+    // process resolved is not asked again (`leakgate run` reads a
+    // sanitizer run's logs twice: for cut stacks, then the analysis).
+    let mut running = Vec::new();
     for (module, mut offsets) in wanted {
         offsets.sort_unstable();
         offsets.dedup();
-        if !Path::new(&module).is_file() {
+        offsets.retain(|&o| !answers.contains_key(&(module.clone(), o)));
+        if offsets.is_empty() || !Path::new(&module).is_file() {
             continue;
         }
-        for (off, r) in run_addr2line(&tool, &module, &offsets) {
-            answers.insert((module.clone(), off), r);
+        if let Some(child) = spawn_addr2line(&tool, &module, &offsets) {
+            running.push((module, offsets, child));
+        }
+    }
+    for (module, offsets, child) in running {
+        let mut got = match child.wait_with_output() {
+            Ok(o) if o.status.success() => parse_output(&String::from_utf8_lossy(&o.stdout)),
+            _ => BTreeMap::new(),
+        };
+        // An offset addr2line did not answer stays unresolved (not asked again).
+        for off in offsets {
+            answers.insert((module.clone(), off), got.remove(&off).unwrap_or_default());
         }
     }
     for s in stacks.iter_mut() {
@@ -73,18 +93,20 @@ fn needs(f: &RawFrame) -> bool {
     f.module.is_some() && f.offset.is_some() && (f.func.is_none() || f.path.is_none())
 }
 
-/// Runs addr2line once for a module; an empty map when it fails.
-fn run_addr2line(tool: &Path, module: &str, offsets: &[u64]) -> BTreeMap<u64, Resolved> {
-    let out = Command::new(tool)
+/// What addr2line said, by (module, offset), for the whole process.
+static ANSWERS: std::sync::OnceLock<std::sync::Mutex<BTreeMap<(String, u64), Resolved>>> =
+    std::sync::OnceLock::new();
+
+/// Starts addr2line for a module's offsets; None when it cannot start.
+fn spawn_addr2line(tool: &Path, module: &str, offsets: &[u64]) -> Option<Child> {
+    Command::new(tool)
         .args(["-a", "-f", "-i", "-C", "-e", module])
         .args(offsets.iter().map(|o| format!("{o:#x}")))
         .stdin(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => parse_output(&String::from_utf8_lossy(&o.stdout)),
-        _ => BTreeMap::new(),
-    }
+        .spawn()
+        .ok()
 }
 
 /// Reads `addr2line -a -f -i` output: an address line, then pairs of
