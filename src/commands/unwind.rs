@@ -26,7 +26,7 @@ use crate::analyze::checkpoints::{parse_delta, parse_marker};
 use crate::analyze::{Observer, stacks};
 use crate::cli::{Engine, RunArgs};
 use crate::model::{ExitStatus, Record};
-use crate::probe::{GARBAGE_PREFIX, MARKER_PREFIX};
+use crate::probe::GARBAGE_PREFIX;
 use crate::report::EngineOut;
 use crate::run::{self, LSAN_EXIT_CODE, RunConfig, RunOutcome};
 
@@ -46,14 +46,15 @@ pub(super) fn young_garbage(logs: &[PathBuf]) -> Option<String> {
         }
         let mut label = String::new();
         for line in text.split(|&b| b == b'\n') {
-            if let Some(m) = line.strip_prefix(MARKER_PREFIX.as_bytes()) {
-                if let Ok(v) = serde_json::from_slice::<serde_json::Value>(m.trim_ascii_end()) {
-                    label = v["label"].as_str().unwrap_or_default().to_string();
-                }
-            } else if let Some(g) = line.strip_prefix(GARBAGE_PREFIX.as_bytes()) {
+            let Ok(line) = std::str::from_utf8(line) else {
+                continue;
+            };
+            if let Some(m) = parse_marker(line) {
+                label = m.label;
+            } else if let Some(g) = line.strip_prefix(GARBAGE_PREFIX) {
                 count += 1;
                 if first.is_none() {
-                    let objects = serde_json::from_slice::<serde_json::Value>(g.trim_ascii_end())
+                    let objects = serde_json::from_str::<serde_json::Value>(g.trim_end())
                         .ok()
                         .and_then(|v| v["objects"].as_i64())
                         .unwrap_or(-1);

@@ -45,7 +45,9 @@ pub(super) fn symbolize(stacks: &mut [&mut Vec<RawFrame>]) {
     for (module, mut offsets) in wanted {
         offsets.sort_unstable();
         offsets.dedup();
-        offsets.retain(|&o| !answers.contains_key(&(module.clone(), o)));
+        if let Some(known) = answers.get(&module) {
+            offsets.retain(|o| !known.contains_key(o));
+        }
         if offsets.is_empty() || !Path::new(&module).is_file() {
             continue;
         }
@@ -59,15 +61,16 @@ pub(super) fn symbolize(stacks: &mut [&mut Vec<RawFrame>]) {
             _ => BTreeMap::new(),
         };
         // An offset addr2line did not answer stays unresolved (not asked again).
+        let known = answers.entry(module).or_default();
         for off in offsets {
-            answers.insert((module.clone(), off), got.remove(&off).unwrap_or_default());
+            known.insert(off, got.remove(&off).unwrap_or_default());
         }
     }
     for s in stacks.iter_mut() {
         let mut out = Vec::with_capacity(s.len());
         for f in s.drain(..) {
             let hit = match (&f.module, f.offset) {
-                (Some(m), Some(o)) if needs(&f) => answers.get(&(m.clone(), o)),
+                (Some(m), Some(o)) if needs(&f) => answers.get(m).and_then(|k| k.get(&o)),
                 _ => None,
             };
             match hit {
@@ -93,8 +96,8 @@ fn needs(f: &RawFrame) -> bool {
     f.module.is_some() && f.offset.is_some() && (f.func.is_none() || f.path.is_none())
 }
 
-/// What addr2line said, by (module, offset), for the whole process.
-static ANSWERS: std::sync::OnceLock<std::sync::Mutex<BTreeMap<(String, u64), Resolved>>> =
+/// What addr2line said, by module and offset, for the whole process.
+static ANSWERS: std::sync::OnceLock<std::sync::Mutex<BTreeMap<String, BTreeMap<u64, Resolved>>>> =
     std::sync::OnceLock::new();
 
 /// Starts addr2line for a module's offsets; None when it cannot start.
