@@ -46,10 +46,14 @@ checkpoint calls ``__lsan_do_recoverable_leak_check`` instead; in a process
 with one thread it does so in a forked copy of the process (a checker,
 ``_fork_check``), which first takes what only the collector's lists hold
 out of them (``gcleaks.c``'s ``checker()``), while the process goes on.
+Under ``leakgate run`` a checker waits for its turn (``_await_turn``):
+leakgate checks only as many of them as it takes to tell which checkpoint
+each leak appeared at, and lets the others go.
 """
 
 import gc
 import os
+import signal
 import sys
 
 
@@ -261,8 +265,16 @@ GARBAGE_PREFIX = "leakgate-garbage "
 
 _os_exit = os._exit  # the real one: the sanitizer engines wrap os._exit
 _checkers = []  # the read ends of the pipes the running checkers hold open
-#: How many checkers may run at once (beside the process itself).
-_MAX_CHECKERS = 4
+#: The signals leakgate gives a waiting checker its turn with
+#: (``_await_turn``): SIGUSR1 check, SIGUSR2 end without checking.
+_TURN_SIGNALS = (signal.SIGUSR1, signal.SIGUSR2)
+#: Whether checkers wait for their turn: leakgate (``run::turns``) says so.
+_TURNS = os.environ.get("LEAKGATE_CHECKER_TURNS") == "1"
+#: How long a checker waits for its turn before it checks anyway (seconds).
+_TURN_WAIT = 60
+#: How many checkers may be alive at once (beside the process itself):
+#: more where most of them only wait (a waiting copy costs memory, not time).
+_MAX_CHECKERS = 12 if _TURNS else 4
 _checker_wait_at_exit = False  # checker_wait registered with atexit
 _in_checker_fork = False  # set around the checker's fork (no process line)
 
@@ -529,7 +541,7 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=
             index=index,
         )
         text = text.rstrip("\n").encode("ascii")
-        if forked and _fork_check(san, text, young):
+        if forked and _fork_check(san, text, young, kind):
             return True
         if young:
             gc.collect()  # no checker: the check runs here, after a full collection
@@ -592,7 +604,7 @@ def checker_wait(keep=0):
         os.close(r)
 
 
-def _fork_check(san, marker, young=False):
+def _fork_check(san, marker, young=False, kind="checkpoint"):
     """A checkpoint whose leak check runs in a forked copy of the process
     (a checker) while the process goes on: the copy holds the heap as it is
     at this point, so its report is the one an in-process check would print
@@ -609,11 +621,17 @@ def _fork_check(san, marker, young=False):
     forked nothing, when the first fork fails (the check then runs in the
     process). ``young``: the process collected only the young generations;
     the checker writes a ``GARBAGE_PREFIX`` line when a full collection
-    would have freed objects."""
+    would have freed objects. Under ``leakgate run`` the checker waits for
+    its turn first (``_await_turn``), and may end without checking: leakgate
+    then gives its checkpoint the report of an earlier one, which (as the
+    one of a later checkpoint) found the same leaks."""
     global _in_checker_fork, _checker_wait_at_exit
     checker_wait(_MAX_CHECKERS - 1)
     gc_mod = _gc_module()
-    head = (CHECKER_PREFIX + json.dumps({"parent": os.getpid(), "seq": _seq})).encode("ascii")
+    about = {"parent": os.getpid(), "seq": _seq}
+    if _TURNS:
+        about.update(kind=kind, waits=True)
+    head = (CHECKER_PREFIX + json.dumps(about)).encode("ascii")
     r, w = os.pipe()
     _in_checker_fork = True
     try:
@@ -632,7 +650,13 @@ def _fork_check(san, marker, young=False):
         try:
             os.close(r)
             if sibling or os.fork() == 0:
+                if _TURNS:
+                    # Blocked before leakgate can know of this checker (the
+                    # head line), so that no turn is lost.
+                    signal.pthread_sigmask(signal.SIG_BLOCK, _TURN_SIGNALS)
                 san[0](head)
+                if _TURNS and not _await_turn():
+                    return  # (the finally below ends this copy)
                 san[0](marker)
                 garbage = -1
                 if gc_mod is not None:
@@ -664,6 +688,26 @@ def _fork_check(san, marker, young=False):
 
         atexit.register(_checkers_at_exit)
         _checker_wait_at_exit = True
+    return True
+
+
+def _await_turn():
+    """A waiting checker's turn (``run::turns`` in leakgate): True to check
+    (SIGUSR1), False to end without a report (SIGUSR2: leakgate has what
+    this checkpoint's report would say, or is gone). After ``_TURN_WAIT``
+    seconds without a word the checker checks anyway."""
+    reaper = os.environ.get("LEAKGATE_REAPER", "")
+    for _ in range(_TURN_WAIT):
+        info = signal.sigtimedwait(_TURN_SIGNALS, 1.0)
+        if info is not None:
+            return info.si_signo == signal.SIGUSR1
+        if reaper.isdigit():
+            try:
+                os.kill(int(reaper), 0)
+            except ProcessLookupError:
+                return False  # nobody will read the report
+            except OSError:
+                pass
     return True
 
 

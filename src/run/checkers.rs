@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::turns::Same;
 use crate::probe::{CHECKER_PREFIX, FORKED_PREFIX, MARKER_PREFIX};
 
 /// What a checker wrote: the bytes after its marker line (the report and
@@ -99,7 +100,7 @@ fn pid_of(path: &Path) -> Option<u64> {
 /// place) and returns the logs without the checkers'. A log that cannot be
 /// read or rewritten is left as it is (its placeholders then make its
 /// process incomplete).
-pub(super) fn put_back(logs: Vec<PathBuf>) -> Vec<PathBuf> {
+pub(super) fn put_back(logs: Vec<PathBuf>, same: &Same) -> Vec<PathBuf> {
     let mut reports = Reports::new();
     let mut kept = Vec::with_capacity(logs.len());
     for path in logs {
@@ -114,6 +115,14 @@ pub(super) fn put_back(logs: Vec<PathBuf>) -> Vec<PathBuf> {
             continue;
         }
         kept.push(path);
+    }
+    // A checker that ended unchecked (`turns`) takes the report of the
+    // check it agreed with; without that report its placeholder stays.
+    for (&(parent, seq), &as_seq) in same {
+        match reports.get(&(parent, as_seq)).cloned() {
+            Some(r) => reports.insert((parent, seq), r),
+            None => reports.remove(&(parent, seq)),
+        };
     }
     for path in &kept {
         let Some(pid) = pid_of(path) else { continue };
@@ -163,7 +172,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(&lost, "=================\nsomething else\n").unwrap();
-        let kept = put_back(vec![parent.clone(), checker, lost.clone()]);
+        let kept = put_back(vec![parent.clone(), checker, lost.clone()], &Same::new());
         assert_eq!(kept, vec![parent.clone(), lost]);
         assert_eq!(
             std::fs::read_to_string(&parent).unwrap(),

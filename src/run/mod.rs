@@ -45,6 +45,7 @@ mod space;
 pub mod stderr;
 mod supervise;
 mod target;
+mod turns;
 mod valgrind;
 mod workers;
 

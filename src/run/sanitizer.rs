@@ -312,7 +312,21 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         format!("{var}={opts}"),
     ];
     command_text.extend(target_argv.iter().cloned());
-    let launched = launch(cmd, &exe, dir.path(), cfg)?;
+    // Checkers wait for their turn (`turns`): only the checks that tell
+    // where a report changes run. LEAKGATE_CHECKER_TURNS=0 checks every one.
+    let turns_on = std::env::var_os("LEAKGATE_CHECKER_TURNS").is_none_or(|v| v != "0");
+    cmd.env("LEAKGATE_CHECKER_TURNS", if turns_on { "1" } else { "0" });
+    let turns = turns_on.then(|| super::turns::Turns::start(dir.path(), prefix));
+    let launched = launch(cmd, &exe, dir.path(), cfg);
+    let given = turns.map(super::turns::Turns::finish).unwrap_or_default();
+    let launched = launched?;
+    if !given.same.is_empty() {
+        environment.push(format!(
+            "checker turns: {} checkpoint checks ran, {} did not (each found what the checks before and after it found: it takes their report; LEAKGATE_CHECKER_TURNS=0 runs every one)",
+            given.checked,
+            given.same.len()
+        ));
+    }
     let super::Launched {
         pid,
         exit,
@@ -320,7 +334,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         seen,
         progress,
     } = launched;
-    let reports = super::checkers::put_back(log_files(dir.path(), prefix));
+    let reports = super::checkers::put_back(log_files(dir.path(), prefix), &given.same);
     let log_text = super::log_text(&seen);
     // Code built with -fsanitize=address was loaded into a process whose
     // first library is not the ASan runtime (`--engine lsan` on an ASan

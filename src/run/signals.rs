@@ -70,6 +70,17 @@ pub fn kill_group(pgid: u32, sig: libc::c_int) -> bool {
     unsafe { libc::kill(-pg, sig) == 0 }
 }
 
+/// Sends `sig` to the process `pid` (the error when it cannot: gone, or
+/// not ours); signal 0 only asks whether it exists.
+pub fn kill_one(pid: i32, sig: libc::c_int) -> Result<(), std::io::Error> {
+    // SAFETY: plain kill(2) to one process.
+    if unsafe { libc::kill(pid, sig) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// `11` → `SIGSEGV`.
 pub fn signal_name(sig: i32) -> String {
     let name = match sig {

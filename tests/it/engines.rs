@@ -336,6 +336,64 @@ fn pytest_cut_stacks_rerun_only_the_tests_concerned() {
     assert!(unwind.starts_with("fast, exact for "), "{unwind}");
 }
 
+/// Checker turns (`run::turns`): in a suite of 30 quick tests that leak in
+/// three, most checkpoints take the report of the checks before and after
+/// them, and the findings are those of a run that checks every checkpoint
+/// (`LEAKGATE_CHECKER_TURNS=0`), test for test.
+#[test]
+fn checker_turns_skip_checks_and_keep_the_findings() {
+    let Some((_tmp, dir, py)) = pytest_ext("cpython") else {
+        return;
+    };
+    std::fs::write(
+        dir.join("test_many.py"),
+        "import pytest\nimport leakext\n\n\
+         @pytest.mark.parametrize('i', range(30))\n\
+         def test_many(i):\n\
+         \x20   if i in (4, 17, 18):\n\
+         \x20       leakext.leak_malloc()\n\
+         \x20   elif i == 25:\n\
+         \x20       with pytest.raises(ValueError):\n\
+         \x20           leakext.error_path_leak(True)\n\
+         \x20   else:\n\
+         \x20       leakext.clean()\n",
+    )
+    .unwrap();
+    let cmd = pytest_cmd(&py, "test_many.py");
+    let (code, turns, err) = run(&dir, "lsan", &[], &cmd);
+    let (every_code, every, every_err) =
+        run_env(&dir, "lsan", &[("LEAKGATE_CHECKER_TURNS", "0")], &[], &cmd);
+    assert_eq!(user_leaks(&turns), user_leaks(&every), "{err}\n{every_err}");
+    assert_eq!((code, every_code), (1, 1), "{err}");
+    let leaks = user_leaks(&turns).join("\n");
+    for t in [
+        "test_many[4]",
+        "test_many[17]",
+        "test_many[18]",
+        "test_many[25]",
+    ] {
+        assert!(leaks.contains(t), "{t}: {leaks}");
+    }
+    assert_eq!(turns["per_test"]["tests"], every["per_test"]["tests"]);
+    let line = |r: &Value| {
+        r["environment"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e.as_str())
+            .find(|e| e.starts_with("checker turns: "))
+            .map(str::to_string)
+    };
+    let said = line(&turns).unwrap_or_else(|| panic!("no turns line: {}", turns["environment"]));
+    let ran: usize = said["checker turns: ".len()..]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(ran < 25, "most of 32 checkpoints need no check: {said}");
+    assert_eq!(line(&every), None, "{}", every["environment"]);
+}
+
 /// Leaked references to objects the garbage collector lists (issue 28):
 /// under pytest (free lists off in both engines) the same leaks; the test
 /// that leaked them only Valgrind names;
