@@ -27,7 +27,7 @@ type Reports = HashMap<(u64, u64), Vec<u8>>;
 
 /// The first line of `text` starting with `prefix`: (start, end past the
 /// newline).
-fn find_line(text: &[u8], prefix: &str) -> Option<(usize, usize)> {
+pub(super) fn find_line(text: &[u8], prefix: &str) -> Option<(usize, usize)> {
     let mut at = 0;
     for raw in text.split_inclusive(|&b| b == b'\n') {
         if raw.starts_with(prefix.as_bytes()) {
@@ -54,17 +54,23 @@ fn checker_report(text: &[u8], pid: Option<u64>) -> Option<((u64, u64), Vec<u8>)
     let Some(pid) = pid else {
         return Some((key, rest.to_vec()));
     };
+    Some((key, as_parent(rest, pid, key.0)))
+}
+
+/// A checker's report as its parent's log gets it: the runtime's `==PID==`
+/// line prefixes name the parent instead of the checker `pid`.
+pub(super) fn as_parent(report: &[u8], pid: u64, parent: u64) -> Vec<u8> {
     let from = format!("=={pid}==");
-    let to = format!("=={}==", key.0);
-    let mut out = Vec::with_capacity(rest.len());
+    let to = format!("=={parent}==");
+    let mut out = Vec::with_capacity(report.len());
     let mut last = 0;
-    for at in memchr::memmem::find_iter(rest, from.as_bytes()) {
-        out.extend_from_slice(&rest[last..at]);
+    for at in memchr::memmem::find_iter(report, from.as_bytes()) {
+        out.extend_from_slice(&report[last..at]);
         out.extend_from_slice(to.as_bytes());
         last = at + from.len();
     }
-    out.extend_from_slice(&rest[last..]);
-    Some((key, out))
+    out.extend_from_slice(&report[last..]);
+    out
 }
 
 /// `text` with each placeholder line whose checker report is in `reports`

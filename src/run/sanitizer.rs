@@ -314,7 +314,9 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     command_text.extend(target_argv.iter().cloned());
     // Checkers wait for their turn (`turns`): only the checks that tell
     // where a report changes run. LEAKGATE_CHECKER_TURNS=0 checks every one.
-    let turns_on = std::env::var_os("LEAKGATE_CHECKER_TURNS").is_none_or(|v| v != "0");
+    // Only the probe forks checkers.
+    let turns_on =
+        (per_test || python) && std::env::var_os("LEAKGATE_CHECKER_TURNS").is_none_or(|v| v != "0");
     cmd.env("LEAKGATE_CHECKER_TURNS", if turns_on { "1" } else { "0" });
     let turns = turns_on.then(|| super::turns::Turns::start(dir.path(), prefix));
     let launched = launch(cmd, &exe, dir.path(), cfg);

@@ -37,6 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::checkers;
 use crate::probe::{CHECKER_PREFIX, MARKER_PREFIX, SANITIZER_END};
 
 /// Waiting checkers after a process's last check that get the newest its
@@ -72,6 +73,7 @@ enum State {
 
 struct Checker {
     pid: i32,
+    parent: u64,
     seq: u64,
     /// The session's last checkpoint (`finish`).
     last: bool,
@@ -164,6 +166,9 @@ impl Board {
             }
         }
         for (&parent, list) in self.parents.iter_mut() {
+            if !list.iter().any(|c| c.state == State::Waiting) {
+                continue; // nothing to give a turn to: no need to look at the process
+            }
             let end =
                 list.iter().any(|c| c.last) || i32::try_from(parent).map_or(true, |p| !alive(p));
             // The cores the process no longer uses, at its end.
@@ -251,6 +256,7 @@ impl Board {
                 at,
                 Checker {
                     pid,
+                    parent,
                     seq,
                     last: head["kind"].as_str() == Some("finish"),
                     path,
@@ -282,7 +288,7 @@ fn refresh(c: &mut Checker) {
     if len != c.len {
         c.len = len;
         if let Ok(text) = std::fs::read(&c.path) {
-            match report_digest(&text) {
+            match report_digest(&text, u64::try_from(c.pid).unwrap_or(0), c.parent) {
                 Some(Some(d)) => c.state = State::Done(d),
                 Some(None) => c.state = State::Running,
                 None => {}
@@ -302,52 +308,18 @@ fn gone_digest(seq: u64) -> u64 {
 }
 
 /// What a checker's log says: None (no check begun), Some(None) (checking),
-/// Some(Some(digest)) of the report, its `==PID==` prefixes left out (each
-/// checker has its own pid).
-fn report_digest(text: &[u8]) -> Option<Option<u64>> {
-    let mut lines = text.split_inclusive(|&b| b == b'\n');
-    lines.next()?; // the head
-    let mut at = text.len() - lines.clone().map(<[u8]>::len).sum::<usize>();
-    let mut marker = false;
-    for l in lines {
-        at += l.len();
-        if l.starts_with(MARKER_PREFIX.as_bytes()) {
-            marker = true;
-            break;
-        }
-    }
-    if !marker {
-        return None;
-    }
-    let report = &text[at..];
+/// Some(Some(digest)) of the report its parent's log would get
+/// ([`checkers::as_parent`]: each checker has its own pid).
+fn report_digest(text: &[u8], pid: u64, parent: u64) -> Option<Option<u64>> {
+    let (_, head) = checkers::find_line(text, CHECKER_PREFIX)?;
+    let (_, marker) = checkers::find_line(&text[head..], MARKER_PREFIX)?;
+    let report = &text[head + marker..];
     if report.trim_ascii_end().ends_with(SANITIZER_END.as_bytes()) && report.ends_with(b"\n") {
         let mut h = std::hash::DefaultHasher::new();
-        without_pids(report).hash(&mut h);
+        checkers::as_parent(report, pid, parent).hash(&mut h);
         return Some(Some(h.finish()));
     }
     Some(None)
-}
-
-/// `text` with every `==<digits>==` made `====`.
-fn without_pids(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len());
-    let mut i = 0;
-    while i < text.len() {
-        if text[i..].starts_with(b"==") {
-            let digits = text[i + 2..]
-                .iter()
-                .take_while(|b| b.is_ascii_digit())
-                .count();
-            if digits > 0 && text[i + 2 + digits..].starts_with(b"==") {
-                out.extend_from_slice(b"====");
-                i += 4 + digits;
-                continue;
-            }
-        }
-        out.push(text[i]);
-        i += 1;
-    }
-    out
 }
 
 /// Whether the newest waiting checker after `list`'s last check may have
@@ -566,15 +538,19 @@ mod tests {
     fn a_report_s_digest_leaves_the_pids_out() {
         let a = b"leakgate-checker {\"seq\":3}\nleakgate-checkpoint {\"seq\":3}\n==12==ERROR: x\nleakgate-checkpoint-end\n";
         let b = b"leakgate-checker {\"seq\":4}\nleakgate-checkpoint {\"seq\":4}\n==987==ERROR: x\nleakgate-checkpoint-end\n";
-        let (Some(Some(da)), Some(Some(db))) = (report_digest(a), report_digest(b)) else {
+        let (Some(Some(da)), Some(Some(db))) = (report_digest(a, 12, 7), report_digest(b, 987, 7))
+        else {
             panic!("both are done");
         };
         assert_eq!(da, db);
-        assert_eq!(report_digest(b"leakgate-checker {}\n"), None);
+        assert_eq!(report_digest(b"leakgate-checker {}\n", 1, 7), None);
         assert_eq!(
-            report_digest(b"leakgate-checker {}\nleakgate-checkpoint {}\n==1==ERR"),
+            report_digest(
+                b"leakgate-checker {}\nleakgate-checkpoint {}\n==1==ERR",
+                1,
+                7
+            ),
             Some(None)
         );
-        assert_eq!(without_pids(b"a==1==b==c==2"), b"a====b==c==2".to_vec());
     }
 }
