@@ -12,14 +12,18 @@
 # in six configurations, RUNS times each, alternating (the order rotates every
 # round):
 #   serial:   no extra flags;
-#   xdist:    `-n 2` to pytest (pytest-xdist);
+#   xdist:    `-n 2` to pytest: two workers forked from one pytest under
+#             Valgrind after collection (python/leakgate_probe/forked_workers.py);
 #   origins:  `--origins auto` to leakgate run;
 #   both:     both;
+#   xdistw:   `-n 2` with LEAKGATE_FORK_WORKERS=0: pytest-xdist's own workers,
+#             each started under Valgrind, the controller native;
+#   xdistwboth: xdistw and `--origins auto`;
 #   auto:     `-n auto` to pytest: leakgate collects the tests natively and
 #             picks the workers (src/run/workers.rs; the report's environment
 #             says what it chose, printed below the table);
 #   autoboth: `-n auto` and `--origins auto`.
-# MODES="serial auto autoboth" picks configurations (default: all six; serial
+# MODES="serial auto autoboth" picks configurations (default: all eight; serial
 # is always run, it is the baseline).
 # Prints a table of medians (wall seconds; the ratio to serial; CPU seconds,
 # user + system of leakgate, Valgrind and every traced process), leakgate's exit
@@ -55,15 +59,18 @@ LG_HELP=$("$LG" run --help)
 [[ "$LG_HELP" == *--origins* ]] || WHY[origins]="leakgate has no --origins"
 [ -z "${WHY[xdist]:-}" ] || NA[xdist]="n/a (${WHY[xdist]})"
 [ -z "${WHY[xdist]:-}" ] || NA[auto]="n/a (${WHY[xdist]})"
+[ -z "${WHY[xdist]:-}" ] || NA[xdistw]="n/a (${WHY[xdist]})"
 [ -z "${WHY[origins]:-}" ] || NA[origins]="n/a (${WHY[origins]})"
 if [ -n "${WHY[xdist]:-}${WHY[origins]:-}" ]; then
     NA[both]="n/a (${WHY[xdist]:-}${WHY[xdist]:+${WHY[origins]:+; }}${WHY[origins]:-})"
     NA[autoboth]="${NA[both]}"
+    NA[xdistwboth]="${NA[both]}"
 fi
-read -r -a CONFIGS <<<"${MODES:-serial xdist origins both auto autoboth}"
+read -r -a CONFIGS <<<"${MODES:-serial xdist origins both auto autoboth xdistw xdistwboth}"
 [[ " ${CONFIGS[*]} " == *" serial "* ]] || CONFIGS=(serial "${CONFIGS[@]}")
 declare -A LABEL=([serial]="serial default" [xdist]="-n 2" [origins]="--origins auto" [both]="-n 2 --origins auto"
-    [auto]="-n auto" [autoboth]="-n auto --origins auto")
+    [auto]="-n auto" [autoboth]="-n auto --origins auto" [xdistw]="-n 2, xdist's workers"
+    [xdistwboth]="-n 2 --origins auto, xdist's")
 ACTIVE=()
 for c in "${CONFIGS[@]}"; do [ -n "${NA[$c]:-}" ] || ACTIVE+=("$c"); done
 
@@ -88,7 +95,7 @@ declare -A T C RC
 # all processes) seconds and exit code appended.
 measure() {
     local suite="$1" cfg="$2" i="$3" rc=0
-    local lgflags=() pyflags=()
+    local lgflags=() pyflags=() envs=()
     [ -z "${KEXPR[$suite]:-}" ] || pyflags+=(-k "${KEXPR[$suite]}")
     case "$cfg" in
         xdist) pyflags+=(-n 2) ;;
@@ -96,9 +103,12 @@ measure() {
         both) pyflags+=(-n 2); lgflags=(--origins auto) ;;
         auto) pyflags+=(-n auto) ;;
         autoboth) pyflags+=(-n auto); lgflags=(--origins auto) ;;
+        xdistw) pyflags+=(-n 2); envs=(LEAKGATE_FORK_WORKERS=0) ;;
+        xdistwboth) pyflags+=(-n 2); envs=(LEAKGATE_FORK_WORKERS=0); lgflags=(--origins auto) ;;
     esac
     # shellcheck disable=SC2086 # FILES are plain file names
-    (cd "$WORK/$suite" && env -u PYTEST_PLUGINS -u PYTHONPATH -u PYTHONMALLOC PYTHONDONTWRITEBYTECODE=1 \
+    (cd "$WORK/$suite" && env -u PYTEST_PLUGINS -u PYTHONPATH -u PYTHONMALLOC -u LEAKGATE_FORK_WORKERS \
+        "${envs[@]}" PYTHONDONTWRITEBYTECODE=1 \
         /usr/bin/time -o "$WORK/time.out" -f '%e %U %S' \
         "$LG" run --format json -o "$WORK/$suite.$cfg.$i.json" "${lgflags[@]}" -- \
         "$PY" -m pytest -q -p no:cacheprovider "${pyflags[@]}" ${FILES[$suite]} \

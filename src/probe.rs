@@ -48,6 +48,10 @@ pub const PROBE_FILES: &[(&str, &str)] = &[
         include_str!("../python/leakgate_probe/pytest_plugin.py"),
     ),
     (
+        "forked_workers.py",
+        include_str!("../python/leakgate_probe/forked_workers.py"),
+    ),
+    (
         "autoload.py",
         include_str!("../python/leakgate_probe/autoload.py"),
     ),

@@ -22,10 +22,13 @@ whichever comes first.
 Under pytest-xdist (``-n N``) the workers are Valgrind's traced children:
 each runs this plugin for the tests it is given, and every test marker
 carries the test's index in the collected session, so that leakgate can
-list them in the order of a serial run.
+list them in the order of a serial run. With ``LEAKGATE_FORK_WORKERS=N``
+(leakgate's ``-n N`` under Valgrind) this process forks the workers itself
+once the session is collected (``leakgate_probe.forked_workers``).
 """
 
 import os
+import sys
 
 try:
     import pytest
@@ -47,6 +50,14 @@ def _enabled():
 def _checkpoints():
     # LEAKGATE_CHECKPOINTS=0: select tests (LEAKGATE_ONLY_TESTS) only.
     return _enabled() and os.environ.get("LEAKGATE_CHECKPOINTS", "1") != "0"
+
+
+def _fork_workers():
+    """``LEAKGATE_FORK_WORKERS``: workers to fork after collection, or 0."""
+    try:
+        return max(0, int(os.environ.get("LEAKGATE_FORK_WORKERS", "0")))
+    except ValueError:
+        return 0
 
 
 def _repeat():
@@ -92,7 +103,19 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtestloop(session):
     # Everything collection imported and allocated is the "start" snapshot's.
     if _checkpoints() and not session.config.option.collectonly:
+        # `-n N` under leakgate's Valgrind engine: N workers forked from
+        # this process, which has started and collected (forked_workers).
+        n = _fork_workers()
+        errors = session.testsfailed and not session.config.option.continue_on_collection_errors
+        fork = n >= 2 and len(session.items) >= 2 and not errors
+        if fork:
+            from leakgate_probe import forked_workers
+
+            forked_workers.prepare(session)  # before the baseline
         _probe.checkpoint("collection", kind="start")
+        if fork:
+            return forked_workers.run(session, n)
+    return None
 
 
 def _index(item):
@@ -100,7 +123,8 @@ def _index(item):
     all collect the whole session, so it is the same in every worker."""
     session = item.session
     idx = getattr(session, "_leakgate_index", None)
-    if idx is None or len(idx) != len(session.items):
+    fixed = getattr(session, "_leakgate_index_fixed", False)  # a forked worker's
+    if idx is None or (len(idx) != len(session.items) and not fixed):
         idx = {it.nodeid: i for i, it in enumerate(session.items)}
         session._leakgate_index = idx
     return idx.get(item.nodeid)
@@ -108,6 +132,10 @@ def _index(item):
 
 @_hookimpl(tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
+    forked = sys.modules.get("leakgate_probe.forked_workers")
+    if forked is not None and forked.should_stop():  # a worker: the session stops (-x)
+        item.session.shouldstop = "stopped by leakgate: the session stops (-x or --maxfail)"
+        return True
     if not _checkpoints():
         return None
     from _pytest.runner import runtestprotocol

@@ -1,8 +1,10 @@
 //! The Valgrind engine: Memcheck with `--leak-check=full`, one XML file per
 //! process (`vg.%p.%n.xml`) in the private directory, children traced,
-//! `PYTHONMALLOC=malloc` and the probe for Python targets, pytest-xdist
-//! workers under Valgrind with a native controller (`-n auto` resolved from
-//! the tests, collected natively: `workers`); and the version check
+//! `PYTHONMALLOC=malloc` and the probe for Python targets, `-n N` as workers
+//! forked from one pytest under Valgrind after collection, or pytest-xdist
+//! workers under Valgrind with a native controller where they must be
+//! xdist's (`-n auto` resolved from the tests, collected natively:
+//! `workers`); and the version check
 //! that refuses what this Valgrind cannot do before anything runs.
 
 use std::path::Path;
@@ -29,6 +31,22 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         target_argv = c.argv;
         environment.push(c.note);
     }
+    let (pytest, per_test) = super::per_test_mode(cfg)?;
+    // `-n N`: workers forked from one pytest under Valgrind, not
+    // pytest-xdist's, each of which would start under Valgrind.
+    let mut fork_workers = 0;
+    if per_test && is_xdist_target(&target_argv) {
+        let opt_out = std::env::var_os("LEAKGATE_FORK_WORKERS").is_some_and(|v| v == "0");
+        match workers::fork_plan(&target_argv, opt_out) {
+            Ok(f) => {
+                target_argv = f.argv;
+                environment.push(f.note);
+                fork_workers = f.workers;
+            }
+            Err(Some(note)) => environment.push(note),
+            Err(None) => {}
+        }
+    }
     // The user's argv[0] with the arguments that run (`-n auto` resolved).
     let cmd_argv: Vec<String> = cfg.cmd[..1]
         .iter()
@@ -44,7 +62,6 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     check_version(&valgrind, version.as_deref(), cfg)?;
     let dir = files::private_dir()?;
     let xml = files::xml_pattern(dir.path(), version.as_deref());
-    let (pytest, per_test) = super::per_test_mode(cfg)?;
     // Checkpoints follow blocks that are still reachable at one snapshot
     // and lost at a later one, and report containers that grow while
     // reachable: Valgrind must show reachable blocks too.
@@ -69,6 +86,9 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         c.args(&args).args(&target_argv);
         c
     };
+    if fork_workers >= 2 {
+        cmd.env("LEAKGATE_FORK_WORKERS", fork_workers.to_string());
+    }
     if let Some(lib) = &valgrind_lib {
         command::set_valgrind_lib(&mut cmd, &mut environment, lib, &valgrind);
     }

@@ -39,9 +39,9 @@ pub(super) struct Choice {
     pub(super) note: String,
 }
 
-/// The slot of the last `-n`/`--numprocesses` when its value is `auto` or
-/// `logical` (pytest's last one wins; `--` ends the options).
-fn auto_slot(argv: &[String]) -> Option<Slot> {
+/// The slot of the last `-n`/`--numprocesses` and its value (pytest's last
+/// one wins; `--` ends the options).
+fn last_slot(argv: &[String]) -> Option<(Slot, &str)> {
     let mut last: Option<(Slot, &str)> = None;
     let mut i = 1;
     while i < argv.len() {
@@ -67,7 +67,13 @@ fn auto_slot(argv: &[String]) -> Option<Slot> {
         }
         i += 1;
     }
-    let (slot, v) = last?;
+    last
+}
+
+/// The slot of the last `-n`/`--numprocesses` when its value is `auto` or
+/// `logical`.
+fn auto_slot(argv: &[String]) -> Option<Slot> {
+    let (slot, v) = last_slot(argv)?;
     matches!(v, "auto" | "logical").then_some(slot)
 }
 
@@ -246,6 +252,75 @@ pub(super) fn resolve_auto(argv: &[String], repeat: u32) -> Option<Choice> {
                 String::new()
             },
         ),
+    })
+}
+
+/// `-n N` under the Valgrind engine: pytest itself runs under Valgrind with
+/// `-n 0`, and the probe's plugin forks N workers once the session is
+/// collected (`LEAKGATE_FORK_WORKERS=N`, `python/leakgate_probe/
+/// forked_workers.py`): a fork child keeps Valgrind's translations, so no
+/// worker starts Python and pytest under Valgrind again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Fork {
+    /// The argv with `-n 0` in place of `-n N`.
+    pub(super) argv: Vec<String>,
+    pub(super) workers: u64,
+    /// The line for the report's environment.
+    pub(super) note: String,
+}
+
+/// For a pytest-xdist command: the forked workers that replace
+/// pytest-xdist's, or why pytest-xdist keeps them (`Err`: the note for the
+/// report, `None` inside when nothing needs saying). pytest-xdist keeps its
+/// workers for `--tx` (workers elsewhere), a `--dist` other than `load` or
+/// `worksteal` (tests that must share a worker), `-f`/`--looponfail`, a
+/// value that is not a number (`-n auto` whose collection failed), and when
+/// `LEAKGATE_FORK_WORKERS=0` is in leakgate's environment (`opt_out`).
+pub(super) fn fork_plan(argv: &[String], opt_out: bool) -> Result<Fork, Option<String>> {
+    let Some((slot, value)) = last_slot(argv) else {
+        return Err(None);
+    };
+    let Ok(n) = value.parse::<u64>() else {
+        return Err(None);
+    };
+    if n == 0 {
+        return Err(None);
+    }
+    let keep = |why: &str| {
+        Err(Some(format!(
+            "-n {n}: pytest-xdist's workers, each started under Valgrind ({why})"
+        )))
+    };
+    if opt_out {
+        return keep("LEAKGATE_FORK_WORKERS=0");
+    }
+    let mut it = argv[1..].iter().take_while(|a| *a != "--");
+    while let Some(a) = it.next() {
+        let dist = match a.as_str() {
+            "--tx" => return keep("--tx"),
+            s if s.starts_with("--tx=") => return keep("--tx"),
+            "-f" | "--looponfail" => return keep(a),
+            "--dist" => it.next().map(String::as_str),
+            s if s.starts_with("--dist=") => Some(&s["--dist=".len()..]),
+            _ => None,
+        };
+        if let Some(d) = dist
+            && !matches!(d, "load" | "worksteal" | "no")
+        {
+            return keep(&format!("--dist {d}"));
+        }
+    }
+    let note = if n == 1 {
+        "-n 1 → -n 0 (set by leakgate: one worker runs the tests as a serial run does)".to_string()
+    } else {
+        format!(
+            "-n {n} → -n 0, LEAKGATE_FORK_WORKERS={n} (set by leakgate: pytest starts under Valgrind once and forks {n} workers after collection, which take the tests in turn; LEAKGATE_FORK_WORKERS=0 keeps pytest-xdist's workers)"
+        )
+    };
+    Ok(Fork {
+        argv: with_workers(argv, &slot, "0"),
+        workers: n,
+        note,
     })
 }
 

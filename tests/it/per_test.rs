@@ -302,8 +302,9 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
         junit_cases(&dir, "junit.xml")
     );
 
-    // 5. pytest-xdist: two workers (Valgrind's traced children) give the
-    // per-test results, growth and JUnit report of the serial run.
+    // 5. `-n 2`: two workers forked from one pytest under Valgrind after
+    // collection give the per-test results, growth and JUnit report of the
+    // serial run.
     if !has_module(&py, "xdist") {
         common::require_or_skip(&format!(
             "{} cannot import xdist (pytest-xdist)",
@@ -316,21 +317,21 @@ fn pytest_suite_leaks_are_tied_to_their_tests() {
     let (code, rx, stderr) =
         leakgate_json(&dir, &["--repeat", "3", "--junit", "junitx.xml"], &xdist);
     assert_eq!(code, 1, "{stderr}\n{:#}", rx["verdict"]);
-    // The controller ran natively, each worker under Valgrind.
+    // pytest ran under Valgrind with `-n 0`, and forked the two workers.
     assert!(
         rx["environment"]
             .to_string()
-            .contains("LEAKGATE_XDIST_WORKERS"),
+            .contains("LEAKGATE_FORK_WORKERS=2"),
         "{}",
         rx["environment"]
     );
-    let pids: std::collections::BTreeSet<u64> = rx["processes"]
+    let forked = rx["processes"]
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|p| p["pid"].as_u64())
-        .collect();
-    assert!(pids.len() >= 2, "two workers: {:#}", rx["processes"]);
+        .filter(|p| p["forked"] == true)
+        .count();
+    assert_eq!(forked, 2, "two workers: {:#}", rx["processes"]);
     assert_eq!(rx["per_test"]["tests"], r3["per_test"]["tests"]);
     assert_eq!(user_view(&rx), user_view(&r3));
     assert_eq!(rx["verdict"], r3["verdict"]);

@@ -1,8 +1,11 @@
-//! `-n auto` under leakgate (pytest-xdist's syntax): the tests are collected
+//! pytest-xdist's syntax under leakgate. `-n N` forks N workers from one
+//! pytest under Valgrind after collection, and they report one session
+//! (crash, `-x`, `--junitxml`, warnings, `worker_id`); `--dist loadfile`
+//! keeps pytest-xdist's workers. `-n auto`: the tests are collected
 //! natively and the worker count chosen from them and the cores, one worker
-//! per 6 test runs at most one per idle core, no workers for fewer than two; the
-//! report's environment says what was chosen, and the run is the one that
-//! count gives (every test checked once).
+//! per 6 test runs at most one per idle core, no workers for fewer than two;
+//! the report's environment says what was chosen, and the run is the one
+//! that count gives (every test checked once).
 
 use crate::common;
 
@@ -25,10 +28,17 @@ fn suite(dir: &Path, n: usize) {
 /// `leakgate run --format json -- PY -m pytest -q -p no:cacheprovider ARGS`
 /// in `dir`: (exit code, report).
 fn run(dir: &Path, py: &Path, args: &[&str]) -> (i32, Value) {
+    let (code, report, _) = run_full(dir, py, args);
+    (code, report)
+}
+
+/// [`run`], with the target's standard output too.
+fn run_full(dir: &Path, py: &Path, args: &[&str]) -> (i32, Value, String) {
     let json = dir.join("report.json");
     let out = Command::new(common::leakgate_bin())
         .current_dir(dir)
         .env_remove("PYTEST_ADDOPTS")
+        .env_remove("LEAKGATE_FORK_WORKERS")
         .args(["run", "--format", "json", "--output"])
         .arg(&json)
         .arg("--")
@@ -39,7 +49,11 @@ fn run(dir: &Path, py: &Path, args: &[&str]) -> (i32, Value) {
         .expect("run leakgate");
     let report: Value = serde_json::from_slice(&std::fs::read(&json).unwrap_or_default())
         .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", common::show(&out)));
-    (common::code(&out), report)
+    (
+        common::code(&out),
+        report,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 fn environment(r: &Value) -> Vec<String> {
@@ -106,15 +120,17 @@ fn auto_picks_workers_from_tests_and_cores() {
     assert_eq!(r["per_test"]["tests"].as_array().unwrap().len(), 12);
     let cmd = r["valgrind_command"].as_array().unwrap();
     if want > 0 {
-        // The controller runs natively; the workers under Valgrind.
-        assert!(
-            env.iter().any(|e| e.starts_with("LEAKGATE_XDIST_WORKERS=")),
-            "{env:#?}"
-        );
-        assert!(
-            cmd.iter().any(|a| a == "<each pytest-xdist worker>"),
-            "{cmd:?}"
-        );
+        // One pytest under Valgrind, `-n 0`, forking the workers.
+        let fork = format!("-n {want} → -n 0, LEAKGATE_FORK_WORKERS={want} (set by leakgate");
+        assert!(env.iter().any(|e| e.starts_with(&fork)), "{env:#?}");
+        assert!(cmd.iter().any(|a| a == "0"), "{cmd:?}");
+        let forked = r["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["forked"] == true)
+            .count();
+        assert_eq!(forked as u64, want, "{:#}", r["processes"]);
     }
 }
 
@@ -155,4 +171,108 @@ fn auto_runs_a_small_selection_without_workers() {
         .collect();
     assert!(cmd.contains(&"--numprocesses=0"), "{cmd:?}");
     assert_eq!(r["per_test"]["tests"].as_array().unwrap().len(), 3);
+}
+
+/// `--dist loadfile` (tests that must share a worker) keeps pytest-xdist's
+/// workers, each under Valgrind with the controller native, and says so.
+#[test]
+fn grouped_tests_keep_pytest_xdist_workers() {
+    let Some(py) = python_with_xdist() else {
+        return;
+    };
+    let tmp = common::tempdir();
+    suite(tmp.path(), 12);
+    let (code, r) = run(
+        tmp.path(),
+        &py,
+        &["-n", "2", "--dist", "loadfile", "test_many.py"],
+    );
+    assert_eq!(code, 0, "{r:#}");
+    let env = environment(&r);
+    assert!(
+        env.iter()
+            .any(|e| e
+                == "-n 2: pytest-xdist's workers, each started under Valgrind (--dist loadfile)"),
+        "{env:#?}"
+    );
+    assert!(
+        env.iter().any(|e| e.starts_with("LEAKGATE_XDIST_WORKERS=")),
+        "{env:#?}"
+    );
+    assert_eq!(r["per_test"]["tests"].as_array().unwrap().len(), 12);
+}
+
+/// Forked workers under `-n 2` report one session: a worker that crashes
+/// fails its test (the other worker's tests run on), pytest's own
+/// `--junitxml` lists every test once, a worker is `gw0`/`gw1` to the
+/// suite's `worker_id`, and `-x` stops every worker.
+#[test]
+fn forked_workers_report_one_session() {
+    let Some(py) = python_with_xdist() else {
+        return;
+    };
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("test_session.py"),
+        "import ctypes\nimport warnings\n\n\n\
+         def test_0(worker_id):\n    open(f\"id-{worker_id}\", \"w\").close()\n\n\n\
+         def test_1(worker_id):\n    open(f\"id-{worker_id}\", \"w\").close()\n\n\n\
+         def test_2():\n    assert 1 == 2\n\n\n\
+         def test_3():\n    ctypes.string_at(0)\n\n\n\
+         def test_4():\n    warnings.warn(\"careful\", UserWarning)\n\n\n\
+         def test_5():\n    pass\n",
+    )
+    .unwrap();
+    let (code, r, stdout) = run_full(
+        dir,
+        &py,
+        &["-n", "2", "--junitxml=junit.xml", "test_session.py"],
+    );
+    // The target failed (a failed test): exit 4, with no finding of yours.
+    assert_eq!(code, 4, "{stdout}\n{:#}", r["verdict"]);
+    // Each worker is a pytest-xdist worker to the suite: gw0, gw1.
+    assert!(dir.join("id-gw0").exists() && dir.join("id-gw1").exists());
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    // Worker 2 had tests 1, 3 and 5 and crashed in test 3.
+    for t in ["test_0", "test_1", "test_2", "test_3", "test_4"] {
+        assert_eq!(
+            junit.matches(&format!("name=\"{t}\"")).count(),
+            1,
+            "{t}: {junit}"
+        );
+    }
+    assert!(!junit.contains("name=\"test_5\""), "{junit}");
+    assert!(
+        junit.contains("ended (signal SIGSEGV) while running this test"),
+        "{junit}"
+    );
+    assert!(junit.contains("failures=\"2\""), "{junit}");
+    assert!(
+        stdout.contains("in test_session.py::test_3; 1 of its tests did not run"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("careful"), "the warning: {stdout}");
+    let ended: Vec<String> = r["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["ended"].to_string())
+        .collect();
+    assert_eq!(ended.len(), 3, "{ended:?}");
+
+    // -x: test_0 fails at once; worker 2 stops after the test it is in.
+    std::fs::write(
+        dir.join("test_stop.py"),
+        "import time\n\nimport pytest\n\n\n\
+         def test_fails():\n    assert False\n\n\n\
+         @pytest.mark.parametrize(\"i\", range(7))\n\
+         def test_slow(i):\n    time.sleep(0.5)\n",
+    )
+    .unwrap();
+    let (code, r, stdout) = run_full(dir, &py, &["-n", "2", "-x", "test_stop.py"]);
+    assert_eq!(code, 4, "{stdout}\n{:#}", r["verdict"]);
+    assert!(stdout.contains("stopping after 1 failures"), "{stdout}");
+    let ran = r["per_test"]["tests"].as_array().unwrap().len();
+    assert!(ran < 8, "every test ran despite -x: {stdout}");
 }

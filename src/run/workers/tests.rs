@@ -89,3 +89,42 @@ fn runnable_tasks() {
     assert_eq!(runnable("0.00 0.01 0.05 1/88 7"), Some(1));
     assert_eq!(runnable("garbage"), None);
 }
+
+#[test]
+fn n_workers_are_forked_unless_xdist_must_keep_them() {
+    let f = fork_plan(&argv("python -m pytest -n 2 tests/"), false).unwrap();
+    assert_eq!(f.argv, argv("python -m pytest -n 0 tests/"));
+    assert_eq!(f.workers, 2);
+    assert!(f.note.contains("LEAKGATE_FORK_WORKERS=2"), "{}", f.note);
+    let f = fork_plan(&argv("pytest --numprocesses=4 --dist load -x"), false).unwrap();
+    assert_eq!(f.argv, argv("pytest --numprocesses=0 --dist load -x"));
+    assert_eq!(f.workers, 4);
+    let f = fork_plan(&argv("pytest -n1"), false).unwrap();
+    assert_eq!((f.argv, f.workers), (argv("pytest -n0"), 1));
+    // pytest-xdist keeps its workers: elsewhere, grouped, or asked for.
+    for keep in [
+        "pytest -n 2 --tx popen//python=python3",
+        "pytest -n 2 --dist loadfile",
+        "pytest -n 2 --dist=loadscope",
+        "pytest --dist each -n 2",
+        "pytest -n 2 -f",
+    ] {
+        let why = fork_plan(&argv(keep), false).unwrap_err();
+        assert!(
+            why.as_deref()
+                .is_some_and(|w| w.starts_with("-n 2: pytest-xdist's workers")),
+            "{keep}: {why:?}"
+        );
+    }
+    let why = fork_plan(&argv("pytest -n 2"), true).unwrap_err();
+    assert!(why.unwrap().contains("LEAKGATE_FORK_WORKERS=0"));
+    // Nothing to fork: no number (a failed `-n auto`), none, or `-n 0`.
+    for none in [
+        "pytest -n auto",
+        "pytest t.py",
+        "pytest -n 0",
+        "pytest -- -n 2",
+    ] {
+        assert_eq!(fork_plan(&argv(none), false), Err(None), "{none}");
+    }
+}
