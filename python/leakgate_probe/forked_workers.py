@@ -119,7 +119,7 @@ def _become_worker(session, mine, fd, stop_fd, basetemp, k, n, uid):
     os.environ["PYTEST_XDIST_WORKER_COUNT"] = str(n)
     if basetemp is not None:
         try:
-            own = basetemp / f"worker{k + 1}"
+            own = basetemp / f"popen-gw{k}"  # as pytest-xdist names it
             own.mkdir(exist_ok=True)
             config._tmp_path_factory._basetemp = own
         except Exception:
