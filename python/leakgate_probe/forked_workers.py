@@ -261,11 +261,8 @@ def _replay(session, workers, by_id):
         raise
     finally:
         for w in workers:
-            if "status" not in w:
-                try:
-                    w["status"] = os.waitpid(w["pid"], 0)[1]
-                except ChildProcessError:
-                    w["status"] = 0
+            if "status" not in w and not w.get("done"):
+                _reap(w, block=True)
             try:
                 os.close(w["stop"])
             except OSError:
@@ -308,15 +305,24 @@ def _category(module, name):
     return UserWarning
 
 
+def _reap(w, block):
+    try:
+        pid, status = os.waitpid(w["pid"], 0 if block else os.WNOHANG)
+    except ChildProcessError:
+        pid, status = w["pid"], 0
+    if pid:
+        w["status"] = status
+
+
 def _ended(session, w, by_id):
     """A worker closed its pipe: when it did so inside a test (a crash),
     that test fails and the worker's other tests are said not to run."""
-    try:
-        w["status"] = os.waitpid(w["pid"], 0)[1]
-    except ChildProcessError:
-        w["status"] = 0
     if w.get("done"):
+        # Its exit (the interpreter's, and Valgrind's final leak check)
+        # goes on beside the parent's; leakgate reaps what is left.
+        _reap(w, block=False)
         return
+    _reap(w, block=True)
     status = w["status"]
     how = (
         f"signal {signal.Signals(os.WTERMSIG(status)).name}"
