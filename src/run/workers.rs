@@ -273,7 +273,8 @@ pub(super) struct Fork {
 /// pytest-xdist's, or why pytest-xdist keeps them (`Err`: the note for the
 /// report, `None` inside when nothing needs saying). pytest-xdist keeps its
 /// workers for `--tx` (workers elsewhere), a `--dist` other than `load` or
-/// `worksteal` (tests that must share a worker), `-f`/`--looponfail`, a
+/// `worksteal` (tests that must share a worker), `-f`/`--looponfail`,
+/// `--pdb`/`--trace` (pytest-xdist refuses them: one terminal, N workers), a
 /// value that is not a number (`-n auto` whose collection failed), and when
 /// `LEAKGATE_FORK_WORKERS=0` is in leakgate's environment (`opt_out`).
 pub(super) fn fork_plan(argv: &[String], opt_out: bool) -> Result<Fork, Option<String>> {
@@ -299,7 +300,7 @@ pub(super) fn fork_plan(argv: &[String], opt_out: bool) -> Result<Fork, Option<S
         let dist = match a.as_str() {
             "--tx" => return keep("--tx"),
             s if s.starts_with("--tx=") => return keep("--tx"),
-            "-f" | "--looponfail" => return keep(a),
+            "-f" | "--looponfail" | "--pdb" | "--trace" => return keep(a),
             "--dist" => it.next().map(String::as_str),
             s if s.starts_with("--dist=") => Some(&s["--dist=".len()..]),
             _ => None,

@@ -108,6 +108,7 @@ fn n_workers_are_forked_unless_xdist_must_keep_them() {
         "pytest -n 2 --dist=loadscope",
         "pytest --dist each -n 2",
         "pytest -n 2 -f",
+        "pytest -n 2 --pdb",
     ] {
         let why = fork_plan(&argv(keep), false).unwrap_err();
         assert!(
