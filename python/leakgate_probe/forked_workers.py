@@ -64,6 +64,7 @@ def run(session, n):
             pass
     workers = []
     for k in range(n):
+        mine = items[k::n]
         report_r, report_w = os.pipe()
         stop_r, stop_w = os.pipe()
         pid = os.fork()
@@ -73,12 +74,12 @@ def run(session, n):
             for w in workers:
                 for fd in (w["fd"], w["stop"]):
                     os.close(fd)
-            _become_worker(session, items[k::n], report_w, stop_r, basetemp, k, n, uid)
+            _become_worker(session, mine, report_w, stop_r, basetemp, k, n, uid)
             return None
         os.close(report_w)
         os.close(stop_r)
         workers.append(
-            {"k": k, "pid": pid, "fd": report_r, "stop": stop_w, "buf": b"", "running": None, "left": len(items[k::n])}
+            {"k": k, "pid": pid, "fd": report_r, "stop": stop_w, "buf": b"", "running": None, "left": len(mine)}
         )
     _replay(session, workers, {it.nodeid: it for it in items})
     if session.shouldfail:

@@ -52,19 +52,21 @@ def _checkpoints():
     return _enabled() and os.environ.get("LEAKGATE_CHECKPOINTS", "1") != "0"
 
 
+def _env_count(name, least):
+    """An environment variable as a count of at least ``least``."""
+    try:
+        return max(least, int(os.environ.get(name, str(least))))
+    except ValueError:
+        return least
+
+
 def _fork_workers():
     """``LEAKGATE_FORK_WORKERS``: workers to fork after collection, or 0."""
-    try:
-        return max(0, int(os.environ.get("LEAKGATE_FORK_WORKERS", "0")))
-    except ValueError:
-        return 0
+    return _env_count("LEAKGATE_FORK_WORKERS", 0)
 
 
 def _repeat():
-    try:
-        return max(1, int(os.environ.get("LEAKGATE_REPEAT", "1")))
-    except ValueError:
-        return 1
+    return _env_count("LEAKGATE_REPEAT", 1)
 
 
 @_hookimpl(optionalhook=True)
