@@ -22,6 +22,19 @@ fn is_sanitizer_log(path: &Path) -> bool {
         && crate::parse::looks_like_sanitizer_log(&head)
 }
 
+/// Whether a named file is leakgate's own JSON report (`--format json`):
+/// JSON whose first KiB names leakgate's `schema_version` or `verdict`.
+/// A compressed file or one that cannot be read is left to the parser.
+fn is_leakgate_json(path: &Path) -> bool {
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(64 * 1024).read_to_end(&mut head))
+        .is_ok()
+        && crate::parse::looks_like_json(&head)
+        && (memchr::memmem::find(&head, b"\"schema_version\"").is_some()
+            || memchr::memmem::find(&head, b"\"verdict\"").is_some())
+}
+
 /// Expands PATH arguments: files as given, directories to their `*.xml` and
 /// `*.xml.zst` files and the other files that hold a sanitizer report
 /// (sorted).
@@ -50,6 +63,9 @@ pub fn collect_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, InputError> {
             files.sort();
             out.extend(files);
         } else if p.exists() {
+            if is_leakgate_json(p) {
+                return Err(InputError::LeakgateJson(p.clone()));
+            }
             out.push(p.clone());
         } else {
             return Err(InputError::NotFound(p.clone()));

@@ -13,7 +13,7 @@ use crate::cli::AnalyzeArgs;
 
 /// `leakgate analyze PATH...`.
 pub(super) fn analyze(a: AnalyzeArgs) -> Result<i32> {
-    let spec = user_spec(&a.report, None)?;
+    let spec = user_spec(&a.report)?;
     let outputs = Outputs::prepare(&a.report, super::outputs::policy(&a.report, true))?;
     let suppressor = load_suppressions(&a.report)?;
     let files = analyze::collect_inputs(&a.paths)?;

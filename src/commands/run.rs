@@ -16,7 +16,7 @@ use crate::run::{self, RunConfig};
 /// `leakgate run [OPTIONS] -- CMD...`.
 pub(super) fn run(a: RunArgs) -> Result<i32> {
     super::unwind::check_options(&a)?;
-    let spec = user_spec(&a.report, Some(std::env::current_dir()?))?;
+    let spec = user_spec(&a.report)?;
     let outputs = Outputs::prepare(
         &a.report,
         super::outputs::policy(&a.report, !a.ignore_target_exit),
@@ -160,7 +160,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     {
         out.reports.retain(|p| !empty.contains(p));
         problems.push(why);
-    } else if out.reports.is_empty() {
+    } else if out.reports.is_empty() && out.engine == crate::cli::Engine::Valgrind {
         problems
             .push("Valgrind wrote no XML report (it failed to start or was killed)".to_string());
     }
@@ -201,6 +201,18 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     if let Some(g) = gen_supp {
         g.write()?;
     }
+    // A sanitizer writes a log only when it has something to say: the
+    // processes it ran in silently are clean ones, counted all the same.
+    super::unwind::silent_processes(&mut analysis.processes, &out, &a.cmd);
+    // The runtime's own crash report, then its exit code: the target was
+    // killed by that signal, whatever code the runtime ended it with.
+    let crash = super::unwind::runtime_crash(&analysis.processes, &out);
+    let mut target_exit = out.exit.clone();
+    if let Some((sig, note)) = crash {
+        notes.retain(|n| Some(n) != runtime_exit.as_ref());
+        notes.push(note);
+        target_exit = ExitStatus::Signal(sig);
+    }
     let unhandled = crate::analyze::unhandled::apply(
         &mut analysis.findings,
         &mut analysis.processes,
@@ -238,7 +250,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         notes.push(format!("Valgrind's log: {}", summarize_log(&out.log)));
     }
     let mut policy = outputs.policy().clone();
-    if runtime_exit.is_some() {
+    if runtime_exit.is_some() && !matches!(target_exit, ExitStatus::Signal(_)) {
         // The runtime's code after its own report, not the target's.
         policy.fail_on_target_exit = false;
     }
@@ -247,7 +259,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         "run",
         a.cmd.clone(),
         out.environment.clone(),
-        Some(out.exit.clone()),
+        Some(target_exit),
         out.valgrind_version.clone(),
         analysis,
         &spec,

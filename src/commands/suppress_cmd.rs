@@ -39,6 +39,9 @@ fn write_out(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
 
 fn print_result(g: &Generated, dest: &str) {
     eprintln!("{}", summary_line(g, dest));
+    for w in &g.warnings {
+        eprintln!("leakgate: warning: {w}");
+    }
     for n in &g.notes {
         eprintln!("leakgate: note: {n}");
     }
@@ -65,18 +68,9 @@ fn observe(
 /// `leakgate suppress PATH... [-o FILE] [--merge-into FILE]`.
 pub(super) fn suppress(a: SuppressArgs) -> anyhow::Result<i32> {
     let kinds = KindFilter::parse(&a.kinds).map_err(|e| anyhow::anyhow!("--kinds: {e}"))?;
-    let roots = a
-        .src_roots
-        .iter()
-        .map(|r| {
-            std::fs::canonicalize(r)
-                .with_context(|| format!("--src-root {}: no such directory", r.display()))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let spec = UserSpec {
-        roots,
-        user_objects: a.user_objects.clone(),
-    };
+    // What is the user's is decided exactly as `run` decides it from the
+    // same directory: the current directory is the source root by default.
+    let spec = super::config::user_spec_of(&a.src_roots, &a.user_objects)?;
     let mut existing = a.suppressions.clone();
     let merge_text = match &a.merge_into {
         Some(m) if m.exists() => Some(

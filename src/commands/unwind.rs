@@ -25,7 +25,7 @@ use crate::analyze::attribute::Attributor;
 use crate::analyze::checkpoints::{parse_delta, parse_marker};
 use crate::analyze::{Observer, stacks};
 use crate::cli::{Engine, RunArgs};
-use crate::model::{ExitStatus, Record};
+use crate::model::{ExitStatus, ProcessInfo, Record};
 use crate::probe::GARBAGE_PREFIX;
 use crate::report::EngineOut;
 use crate::run::{self, LSAN_EXIT_CODE, RunConfig, RunOutcome};
@@ -427,6 +427,63 @@ pub(super) fn runtime_exit(out: &RunOutcome) -> Option<String> {
             out.engine.name()
         )
     })
+}
+
+/// Adds the processes a sanitizer engine ran without writing a log: the
+/// target and every reaped child that has none. The runtime writes only
+/// when it finds something, so a process that exited is a clean one; one
+/// killed by a signal never ran the leak check at exit (incomplete). The
+/// Valgrind engine writes a report for every process: nothing to add.
+pub(super) fn silent_processes(ps: &mut Vec<ProcessInfo>, out: &RunOutcome, cmd: &[String]) {
+    if out.engine == Engine::Valgrind {
+        return;
+    }
+    let mut pids: Vec<(u64, ExitStatus)> = out
+        .exits
+        .iter()
+        .map(|(p, e)| (*p, e.clone()))
+        .filter(|(p, _)| *p != u64::from(out.pid))
+        .collect();
+    pids.sort_by_key(|(p, _)| *p);
+    pids.insert(0, (u64::from(out.pid), out.exit.clone()));
+    for (pid, exit) in pids {
+        if ps.iter().any(|p| p.pid == Some(pid)) {
+            continue;
+        }
+        let mut p = ProcessInfo {
+            pid: Some(pid),
+            tool: Some(out.engine.name().to_string()),
+            command: if pid == u64::from(out.pid) {
+                cmd.to_vec()
+            } else {
+                Vec::new()
+            },
+            complete: true,
+            exit: Some(exit),
+            ..ProcessInfo::default()
+        };
+        crate::parse::mark_killed(&mut p);
+        ps.push(p);
+    }
+}
+
+/// The signal the sanitizer runtime caught in the target (its own crash
+/// report, `LeakSanitizer: SEGV on unknown address`), when it then ended
+/// the target with its exit code: that signal, and the note saying so.
+pub(super) fn runtime_crash(ps: &[ProcessInfo], out: &RunOutcome) -> Option<(String, String)> {
+    if out.engine == Engine::Valgrind || out.exit != ExitStatus::Code(LSAN_EXIT_CODE) {
+        return None;
+    }
+    let sig = ps
+        .iter()
+        .find(|p| p.pid == Some(u64::from(out.pid)))?
+        .fatal_signal
+        .clone()?;
+    let note = format!(
+        "the {} runtime caught {sig} in the target, wrote its crash report and ended it with exit code {LSAN_EXIT_CODE}: the target crashed",
+        out.engine.name()
+    );
+    Some((sig, note))
 }
 
 #[cfg(test)]

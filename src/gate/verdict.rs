@@ -80,12 +80,14 @@ pub fn internal_error(verdict: &mut Verdict, what: &str) {
 fn incomplete_reasons(processes: &[ProcessOut], problems: &[String]) -> Vec<String> {
     let mut incomplete: Vec<String> = problems.to_vec();
     for p in processes.iter().filter(|p| !p.complete) {
-        incomplete.push(format!(
-            "{} (pid {}): {}",
-            p.xml,
-            p.pid.map_or("?".into(), |v| v.to_string()),
-            p.incomplete_reason.as_deref().unwrap_or("incomplete")
-        ));
+        let pid = p.pid.map_or("?".into(), |v| v.to_string());
+        let why = p.incomplete_reason.as_deref().unwrap_or("incomplete");
+        // A process a sanitizer ran without writing a log has no file.
+        incomplete.push(if p.xml.is_empty() {
+            format!("process {pid}: {why}")
+        } else {
+            format!("{} (pid {pid}): {why}", p.xml)
+        });
     }
     incomplete
 }

@@ -148,6 +148,8 @@ pub struct Generator {
     rules: Vec<GenRule>,
     index: HashMap<String, usize>,
     users: Vec<Record>,
+    /// Records the analysis calls the user's that `--include-user` covered.
+    user_covered: u64,
     raw: HashSet<u64>,
     covered: u64,
     skipped: u64,
@@ -216,6 +218,7 @@ impl Generator {
             rules: Vec::new(),
             index: HashMap::new(),
             users: Vec::new(),
+            user_covered: 0,
             raw: HashSet::new(),
             covered: 0,
             skipped: 0,
@@ -233,7 +236,7 @@ impl Generator {
         let obs: Observer = Arc::new(move |rec, att, p, suppressed| {
             let prepared = prepare(&opts, rec, att, suppressed);
             let mut g = h.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            g.take(rec, p, prepared);
+            g.take(rec, p, prepared, att.is_user());
         });
         (g, obs)
     }
@@ -252,10 +255,13 @@ impl Generator {
         suppressed: bool,
     ) {
         let p = prepare(&self.opts, rec, att, suppressed);
-        self.take(rec, process, p);
+        self.take(rec, process, p, att.is_user());
     }
 
-    fn take(&mut self, rec: &Record, process: &ProcessInfo, p: Prepared) {
+    fn take(&mut self, rec: &Record, process: &ProcessInfo, p: Prepared, yours: bool) {
+        if yours && matches!(p, Prepared::Rule { .. } | Prepared::Skipped(_)) {
+            self.user_covered += 1;
+        }
         if self.valgrind_args.is_none() {
             self.valgrind_args = Some(process.valgrind_args.clone());
         }
@@ -363,10 +369,12 @@ impl Generator {
     /// Safety check, narrowing, folding; names and comments.
     pub fn finish(mut self, taken_names: &HashSet<String>) -> Generated {
         let mut notes = Vec::new();
-        if self.opts.include_user {
-            notes.push(
-                "--include-user: records in your code are covered too; no safety check".into(),
-            );
+        let mut warnings = Vec::new();
+        if self.opts.include_user && self.user_covered > 0 {
+            warnings.push(format!(
+                "--include-user: this file suppresses {} record(s) that the same analysis calls yours (your own leaks or errors); a run with it will not fail on them",
+                self.user_covered
+            ));
         }
         // 1. Safety: narrow rules that would hide a user record.
         if !self.users.is_empty() && !self.opts.include_user {
@@ -529,6 +537,7 @@ impl Generator {
             records,
             raw_rules: self.raw.len(),
             notes,
+            warnings,
             valgrind_version: self.valgrind_version.clone(),
             target: self.opts.target().to_string(),
         }

@@ -17,6 +17,10 @@ pub struct Generated {
     pub raw_rules: usize,
     /// Remarks for the user (narrowed or dropped rules, skipped records).
     pub notes: Vec<String>,
+    /// What the user must not miss: rules that hide records the analysis
+    /// calls theirs (`--include-user`). Printed as warnings and written
+    /// into the file's header.
+    pub warnings: Vec<String>,
     pub valgrind_version: Option<String>,
     /// The Valgrind the file is written for.
     pub target: String,
@@ -69,6 +73,9 @@ pub fn header(g: &Generated, from: &str, kinds: &KindFilter) -> Vec<String> {
             g.raw_rules
         ),
     ]
+    .into_iter()
+    .chain(g.warnings.iter().map(|w| format!("WARNING: {w}")))
+    .collect()
 }
 
 /// One line for the terminal: what was written.

@@ -17,6 +17,23 @@ pub enum InputError {
     Io { path: PathBuf, err: std::io::Error },
     #[error("{path}: not a Valgrind XML report: {reason}")]
     NotValgrind { path: PathBuf, reason: String },
+    /// leakgate's own `--format json` report, given where XML or a
+    /// sanitizer log is read: never read as an empty pass.
+    #[error(
+        "{0}: a leakgate JSON report, not a Valgrind XML report or sanitizer log: `leakgate report {0}` renders it with its own verdict, `leakgate merge` folds several"
+    )]
+    LeakgateJson(PathBuf),
+}
+
+/// Whether `head` (the start of a file) is JSON rather than XML or a
+/// sanitizer log: its first character is `{` or `[`. A leakgate JSON
+/// report holds the probe's words (`leakgate-checkpoint {`) and the
+/// sanitizers' in its strings, so it is told apart before any sniffing.
+pub fn looks_like_json(head: &[u8]) -> bool {
+    let t = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    t.iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| *b == b'{' || *b == b'[')
 }
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];

@@ -27,7 +27,7 @@ mod summary;
 mod tags;
 mod text;
 
-pub use input::{Input, InputError, open_input};
+pub use input::{Input, InputError, looks_like_json, open_input};
 pub use reader::{MAX_DEPTH, parse_chunk, parse_chunk_stream, parse_slice, parse_stream};
 pub use sanitizer::{looks_like_sanitizer_log, mark_killed, parse_sanitizer_log, report_offsets};
 pub use source::MAX_TOKEN;

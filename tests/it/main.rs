@@ -49,6 +49,7 @@ mod sanitizer_logs;
 mod snapshots;
 mod suppress_diff;
 mod suppressions_cli;
+mod trust;
 mod unhandled;
 mod versions;
 mod workers;

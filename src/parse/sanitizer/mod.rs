@@ -65,7 +65,10 @@ pub fn looks_like_sanitizer_log(head: &[u8]) -> bool {
         .unwrap_or(head.len());
     let t = &head[start..];
     let t = t.strip_prefix(b"\xef\xbb\xbf").unwrap_or(t);
-    if t.starts_with(b"<?xml") || t.starts_with(b"<valgrindoutput") {
+    if t.starts_with(b"<?xml")
+        || t.starts_with(b"<valgrindoutput")
+        || super::input::looks_like_json(t)
+    {
         return false;
     }
     const MARKS: &[&[u8]] = &[
@@ -80,6 +83,20 @@ pub fn looks_like_sanitizer_log(head: &[u8]) -> bool {
         b"leakgate-checkpoint {",
     ];
     MARKS.iter().any(|m| memchr::memmem::find(t, m).is_some())
+}
+
+/// Whether a log holds a sanitizer's `ERROR:` or `SUMMARY:` line (what a
+/// report starts or ends with).
+fn names_a_finding(input: &[u8]) -> bool {
+    const MARKS: &[&[u8]] = &[
+        b"ERROR: LeakSanitizer:",
+        b"ERROR: AddressSanitizer:",
+        b"SUMMARY: LeakSanitizer:",
+        b"SUMMARY: AddressSanitizer:",
+    ];
+    MARKS
+        .iter()
+        .any(|m| memchr::memmem::find(input, m).is_some())
 }
 
 /// The byte offset of the line holding each report's `==PID==ERROR:`
@@ -279,6 +296,13 @@ fn parse_with(
         sum.problem = Some(log.fatal.join("; "));
     } else if cut {
         sum.problem = Some("sanitizer report cut off mid-way".to_string());
+    } else if log.reports.is_empty() && names_a_finding(input) {
+        // A sanitizer's summary or error line with no report leakgate could
+        // read (a reformatted or cut log): never an empty pass.
+        sum.problem = Some(
+            "a sanitizer's ERROR or SUMMARY line, but no report leakgate could read (a log cut or reformatted?)"
+                .to_string(),
+        );
     }
     let mut unique = 0u64;
     for (report, pid, p) in pending {

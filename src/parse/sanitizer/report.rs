@@ -43,10 +43,31 @@ pub(super) struct Parsed {
 }
 
 pub(super) fn parse_report(r: &Report) -> Parsed {
-    if r.header.starts_with("LeakSanitizer:") {
+    // LeakSanitizer's own deadly-signal handler writes its crash report
+    // under the same name (`LeakSanitizer: SEGV on unknown address ...`):
+    // only `detected memory leaks` is a leak report, every other headline
+    // is an error (a crash is never read as an empty leak report).
+    if is_leak_report(&r.header) {
         leaks(r)
     } else {
         error(r)
+    }
+}
+
+/// `LeakSanitizer: detected memory leaks` (also what AddressSanitizer's
+/// leak check writes under LeakSanitizer's name).
+fn is_leak_report(header: &str) -> bool {
+    header
+        .strip_prefix("LeakSanitizer:")
+        .is_some_and(|h| h.trim_start().starts_with("detected memory leaks"))
+}
+
+/// The sanitizer that wrote a report, from its header.
+fn sanitizer_name(header: &str) -> &'static str {
+    if header.starts_with("LeakSanitizer:") {
+        "LeakSanitizer"
+    } else {
+        "AddressSanitizer"
     }
 }
 
@@ -116,6 +137,7 @@ fn leaks(r: &Report) -> Parsed {
 fn headline(header: &str) -> &str {
     let h = header
         .strip_prefix("AddressSanitizer:")
+        .or_else(|| header.strip_prefix("LeakSanitizer:"))
         .unwrap_or(header)
         .trim();
     let h = h.split(" at pc 0x").next().unwrap_or(h);
@@ -190,7 +212,7 @@ fn error(r: &Report) -> Parsed {
     let k = classify(head, access);
     let rec = Pending {
         kind: k.kind,
-        what: format!("{} (AddressSanitizer: {head})", k.what),
+        what: format!("{} ({}: {head})", k.what, sanitizer_name(&r.header)),
         tid: tid.map(|t| t + 1),
         thread_name: name,
         signame: k.signame,

@@ -345,6 +345,34 @@ fn no_report_is_complete_and_empty() {
     assert!(recs.is_empty() && sum.process.complete);
 }
 
+/// A summary line with no report before it is not an empty pass.
+#[test]
+fn a_summary_without_its_report_is_incomplete() {
+    let (recs, sum) = parse(b"SUMMARY: AddressSanitizer: 10 byte(s) leaked in 1 allocation(s).\n");
+    assert!(recs.is_empty());
+    assert!(!sum.process.complete);
+    assert!(
+        sum.process
+            .incomplete_reason
+            .as_deref()
+            .is_some_and(|r| r.contains("no report leakgate could read")),
+        "{:?}",
+        sum.process.incomplete_reason
+    );
+}
+
+/// leakgate's own JSON report holds the probe's and the sanitizers' words
+/// in its strings: it is JSON, never a sanitizer log.
+#[test]
+fn a_json_report_is_not_a_sanitizer_log() {
+    let json = br#"{
+  "schema_version": 1,
+  "notes": ["leakgate-checkpoint {\"t\": 1}", "==1==ERROR: LeakSanitizer: detected memory leaks"]
+}"#;
+    assert!(!looks_like_sanitizer_log(json));
+    assert!(crate::parse::looks_like_json(json));
+}
+
 #[test]
 fn detection() {
     for name in [
@@ -645,4 +673,26 @@ fn a_lost_checker_report_makes_the_process_incomplete() {
     let why = sum.process.incomplete_reason.unwrap();
     assert!(why.contains("forked copy"), "{why}");
     assert!(why.contains("1 checkpoint "), "{why}");
+}
+
+/// LeakSanitizer's deadly-signal handler writes its crash under the name
+/// `LeakSanitizer:` and exits with the leak exit code (23): a crash, never
+/// an empty leak report.
+#[test]
+fn lsan_s_own_crash_report_is_a_fatal_signal() {
+    let log = fixture("lsan-segv.txt");
+    assert!(looks_like_sanitizer_log(&log));
+    let (recs, sum) = parse(&log);
+    assert!(sum.process.complete, "{:?}", sum.process.incomplete_reason);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let r = &recs[0];
+    assert_eq!(&*r.kind, "FatalSignal");
+    assert_eq!(r.signame.as_deref(), Some("SIGSEGV"));
+    assert_eq!(
+        r.what,
+        "Process terminating with default action of signal 11 (SIGSEGV) (LeakSanitizer: SEGV on unknown address 0x000000000010)"
+    );
+    assert_eq!(at(&r.stack[0]), "/tmp/sanrec/deadly.c:10");
+    assert_eq!(sum.process.fatal_signal.as_deref(), Some("SIGSEGV"));
+    assert_eq!(sum.process.tool.as_deref(), Some("lsan"));
 }
