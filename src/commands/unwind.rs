@@ -430,19 +430,22 @@ pub(super) fn runtime_exit(out: &RunOutcome) -> Option<String> {
 }
 
 /// Adds the processes a sanitizer engine ran without writing a log: the
-/// target and every reaped child that has none. The runtime writes only
-/// when it finds something, so a process that exited is a clean one; one
-/// killed by a signal never ran the leak check at exit (incomplete). The
-/// Valgrind engine writes a report for every process: nothing to add.
+/// target, and when no process wrote one (a program without the probe,
+/// whose reaped processes are all its own, not the probe's checkers)
+/// every reaped child. The runtime writes only when it finds something,
+/// so a process that exited is a clean one; one killed by a signal never
+/// ran the leak check at exit (incomplete). The Valgrind engine writes a
+/// report for every process: nothing to add.
 pub(super) fn silent_processes(ps: &mut Vec<ProcessInfo>, out: &RunOutcome, cmd: &[String]) {
     if out.engine == Engine::Valgrind {
         return;
     }
+    let children = ps.is_empty();
     let mut pids: Vec<(u64, ExitStatus)> = out
         .exits
         .iter()
         .map(|(p, e)| (*p, e.clone()))
-        .filter(|(p, _)| *p != u64::from(out.pid))
+        .filter(|(p, _)| children && *p != u64::from(out.pid))
         .collect();
     pids.sort_by_key(|(p, _)| *p);
     pids.insert(0, (u64::from(out.pid), out.exit.clone()));
