@@ -66,6 +66,26 @@ pub(super) fn fill_user_locations(findings: &mut [crate::report::Finding]) {
                 let file = loc.file.as_deref().unwrap_or(p);
                 super::macros::note(m, file.rsplit('/').next().unwrap_or(file))
             });
+            if f.location_note.is_none() && f.source_line.is_none() && !Path::new(p).exists() {
+                f.location_note = gone_note(f, p);
+            }
         }
     }
+}
+
+/// Why a finding whose source file is gone is still the user's, when pip's
+/// records decided it: the object installed from the checkout, and how to
+/// keep the generated file for its lines.
+fn gone_note(f: &crate::report::Finding, path: &str) -> Option<String> {
+    let frame = f
+        .stack
+        .iter()
+        .find(|s| s.user && s.path.as_deref() == Some(path))?;
+    let obj = frame.object.as_deref()?;
+    let from = super::attribute::installed_from(obj)?;
+    Some(format!(
+        "yours: pip installed {} from {} (its direct_url.json and RECORD); {path} was compiled in a build directory that is gone, so its lines cannot be shown: build in place (`python setup.py build_ext --inplace`) or keep the build directory (`pip install -Cbuild-dir=build .` for scikit-build-core and meson-python) to see them",
+        obj.rsplit('/').next().unwrap_or(obj),
+        from.display()
+    ))
 }

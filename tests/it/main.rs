@@ -34,6 +34,7 @@ mod generate;
 mod hostile;
 mod html;
 mod import_time;
+mod installs;
 mod library_calls;
 mod matcher_reference;
 mod outputs_checked;

@@ -92,7 +92,7 @@ pub(crate) struct Wheel {
 
 /// The setuptools wheel installed into the venvs (`--no-build-isolation`
 /// builds with it; `bdist_wheel` is built in since 70.1).
-const SETUPTOOLS: Wheel = Wheel {
+pub(crate) const SETUPTOOLS: Wheel = Wheel {
     file: "setuptools-75.8.0-py3-none-any.whl",
     sha256: "e3982f444617239225d675215d51f6ba05f845d4eec313da4418fdbb56fb27e3",
     requirement: "setuptools==75.8.0",

@@ -12,7 +12,10 @@
 //! written for users in docs/attribution.md ("How leakgate decides what is
 //! yours").
 
+mod installs;
 mod names;
+
+pub use installs::installed_from;
 mod objects;
 #[cfg(test)]
 mod tests;
@@ -208,12 +211,28 @@ impl Attributor {
             self.user_object_res
                 .iter()
                 .any(|r| r.is_match(o) || r.is_match(basename(o)))
+                || (class == ObjClass::ThirdParty && self.installed_from_a_root(o))
         });
         if let Some(o) = obj {
             self.keep.push(o.clone());
         }
         self.obj_cache.insert(key, (class, user));
         (class, user)
+    }
+
+    /// Whether pip installed `obj` from a local checkout that is one of the
+    /// source roots, or holds one (run from the checkout or a folder of
+    /// it): the user's extension, whatever its debug info's paths say
+    /// (`installs`).
+    fn installed_from_a_root(&self, obj: &str) -> bool {
+        let Some(src) = installs::installed_from(obj) else {
+            return false;
+        };
+        let src = std::fs::canonicalize(&src).unwrap_or(src);
+        self.spec
+            .roots
+            .iter()
+            .any(|r| r.starts_with(&src) || src.starts_with(r))
     }
 
     fn source(&mut self, f: &Frame) -> SourceRes {

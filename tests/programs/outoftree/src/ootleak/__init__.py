@@ -1,0 +1,1 @@
+"""ootleak: a leaky extension built out of tree (see setup.py)."""
