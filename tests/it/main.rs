@@ -23,6 +23,7 @@ mod arena;
 mod bad_input;
 mod c_programs;
 mod ci_gate;
+mod closed_stdout;
 mod corpus;
 mod cython;
 mod distribution;
