@@ -44,6 +44,7 @@ mod python_ext;
 mod real_packages;
 mod real_packages_round2;
 mod real_runs;
+mod release_names;
 mod run_safety;
 mod rust_ext;
 mod sanitizer_logs;
