@@ -62,7 +62,7 @@ pub use space::{diagnose as space_problem, survive_file_size_limit};
 pub use supervise::{exit_status, parse_duration};
 pub use target::{
     find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target,
-    valgrind_lib_for, valgrind_version,
+    target_python, valgrind_lib_for, valgrind_version,
 };
 
 /// Runs the target under the engine `cfg.engine` names and waits for it.

@@ -151,3 +151,31 @@ fn every_git_url_of_leakgate_is_the_cargo_repository() {
         );
     }
 }
+
+/// A recipe that builds leakgate gets a Rust at least as new as
+/// `Cargo.toml`'s `rust-version`: not a distribution's `cargo` package
+/// (Debian 12's is 1.63), and a `rust:X.Y` image or a rustup toolchain no
+/// older than it.
+#[test]
+fn recipes_build_with_a_new_enough_rust() {
+    let root = common::repo_root();
+    let need = toml_value(&root.join("Cargo.toml"), "package", "rust-version");
+    let parse = |v: &str| -> Vec<u32> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    let need_v = parse(&need);
+    let distro_cargo = Regex::new(r"(?:apt-get|apt|dnf|yum|apk) (?:-\S+ )*(?:install|add)\b[^\n&;|#]*\s(?:cargo|rustc)(?:\s|$)").unwrap();
+    let pinned = Regex::new(r"(?:image: rust:|--default-toolchain )(\d+\.\d+)").unwrap();
+    let mut bad = Vec::new();
+    for (path, text) in files() {
+        for (i, line) in text.lines().enumerate() {
+            if distro_cargo.is_match(line) {
+                bad.push(format!("{path}:{}: a distribution's cargo: {line}", i + 1));
+            }
+            for c in pinned.captures_iter(line) {
+                if parse(&c[1]) < need_v {
+                    bad.push(format!("{path}:{}: Rust {} < {need}: {line}", i + 1, &c[1]));
+                }
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
