@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::run::Engine;
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0  passed: no gated finding in your code, reports complete, target exited 0
@@ -193,32 +195,6 @@ pub enum SuppFormat {
     Valgrind,
     /// LeakSanitizer `leak:` lines.
     Lsan,
-}
-
-/// `--engine`: what watches the target's memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    /// Valgrind Memcheck: every leak kind, uninitialised values, the exact
-    /// reference (15-60x native).
-    Valgrind,
-    /// LeakSanitizer preloaded into the target: definite and indirect leaks
-    /// at close to native speed, nothing rebuilt.
-    Lsan,
-    /// AddressSanitizer's runtime preloaded, for extensions built with
-    /// -fsanitize=address: memory errors where they happen, and leaks.
-    Asan,
-}
-
-impl Engine {
-    /// The name used in reports and options.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Valgrind => "valgrind",
-            Engine::Lsan => "lsan",
-            Engine::Asan => "asan",
-        }
-    }
 }
 
 /// `--origins`: when Valgrind tracks where uninitialised values come from.

@@ -54,7 +54,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::model::ExitStatus;
-pub use config::{DEFAULT_SHOW_LEAK_KINDS, PerTest, RunConfig, RunError, RunOutcome};
+pub use config::{DEFAULT_SHOW_LEAK_KINDS, Engine, PerTest, RunConfig, RunError, RunOutcome};
 pub use progress::ProgressMode;
 pub use sanitizer::{LSAN_EXIT_CODE, find_runtime};
 pub use signals::signal_name;
@@ -69,8 +69,8 @@ pub use target::{
 pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     survive_file_size_limit();
     match cfg.engine {
-        crate::cli::Engine::Valgrind => valgrind::run(cfg),
-        crate::cli::Engine::Lsan | crate::cli::Engine::Asan => sanitizer::run(cfg),
+        Engine::Valgrind => valgrind::run(cfg),
+        Engine::Lsan | Engine::Asan => sanitizer::run(cfg),
     }
 }
 
