@@ -12,13 +12,16 @@
 # above this script), RUNNER_TEMP (where leakgate is installed; default a
 # new temporary directory), GITHUB_PATH, GITHUB_OUTPUT.
 #
+# Where a released leakgate comes from (docs/install.md): the PyPI
+# distribution `pyleakgate` (`leakgate` on PyPI is another project), or the
+# tag vVERSION of LEAKGATE_REPOSITORY below.
 # pip: `pip download` fetches the wheel of that version for this platform
 # (or takes the given wheel file) and its `leakgate` executable (which holds
 # everything: suppressions, the Python probe) is unpacked into
 # $RUNNER_TEMP/leakgate/bin; nothing is installed into any Python
 # environment. cargo: `cargo install --locked` into $RUNNER_TEMP/leakgate,
 # from the action's own checkout when the version is its version, else
-# that version from crates.io. none: `leakgate` must be on PATH already.
+# the tag vVERSION of the repository. none: `leakgate` must be on PATH already.
 # auto: a `leakgate` on PATH of the wanted version, else pip when there is
 # a Python with pip, else (or when pip fails) cargo.
 #
@@ -37,6 +40,8 @@ if [[ -z $tmp ]]; then
     tmp=$(mktemp -d)
 fi
 root=$tmp/leakgate
+# The repository of Cargo.toml (`repository`); tests/it/docs.rs checks it.
+LEAKGATE_REPOSITORY=https://github.com/leakgate/leakgate
 mode=$(printf '%s' "${INPUT_INSTALL:-auto}" | tr '[:upper:]' '[:lower:]')
 case $mode in
 auto | pip | cargo | none) ;;
@@ -138,9 +143,9 @@ install_pip() {
     rm -rf "$dl"
     mkdir -p "$dl"
     "$python" -m pip download --quiet --disable-pip-version-check --no-deps \
-        --only-binary=:all: --dest "$dl" "leakgate==$version" || return 1
+        --only-binary=:all: --dest "$dl" "pyleakgate==$version" || return 1
     local whl
-    whl=$(find "$dl" -name 'leakgate-*.whl' | head -n 1)
+    whl=$(find "$dl" -name 'pyleakgate-*.whl' | head -n 1)
     [[ -n $whl ]] || return 1
     unpack_wheel "$whl"
 }
@@ -157,7 +162,7 @@ install_cargo() {
     if [[ -f $action_path/Cargo.toml && (-z $version || $version == "$own_version") ]]; then
         cargo install --locked --root "$root" --path "$action_path"
     else
-        cargo install --locked --root "$root" leakgate --version "$version"
+        cargo install --locked --root "$root" --git "$LEAKGATE_REPOSITORY" --tag "v$version" leakgate
     fi
 }
 

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::run::Engine;
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0  passed: no gated finding in your code, reports complete, target exited 0
@@ -195,32 +197,6 @@ pub enum SuppFormat {
     Lsan,
 }
 
-/// `--engine`: what watches the target's memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    /// Valgrind Memcheck: every leak kind, uninitialised values, the exact
-    /// reference (15-60x native).
-    Valgrind,
-    /// LeakSanitizer preloaded into the target: definite and indirect leaks
-    /// at close to native speed, nothing rebuilt.
-    Lsan,
-    /// AddressSanitizer's runtime preloaded, for extensions built with
-    /// -fsanitize=address: memory errors where they happen, and leaks.
-    Asan,
-}
-
-impl Engine {
-    /// The name used in reports and options.
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Valgrind => "valgrind",
-            Engine::Lsan => "lsan",
-            Engine::Asan => "asan",
-        }
-    }
-}
-
 /// `--origins`: when Valgrind tracks where uninitialised values come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Origins {
@@ -244,34 +220,42 @@ pub enum ColorChoice {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// A directory holding your sources (repeatable). `run` defaults to the current directory.
-    #[arg(long = "src-root", value_name = "DIR")]
+    #[arg(help_heading = "Attribution", long = "src-root", value_name = "DIR")]
     pub src_roots: Vec<PathBuf>,
     /// Objects (executables, shared libraries) that are yours, as a glob on the path or file name (repeatable).
-    #[arg(long = "user-object", value_name = "GLOB")]
+    #[arg(
+        help_heading = "Attribution",
+        long = "user-object",
+        value_name = "GLOB"
+    )]
     pub user_objects: Vec<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(help_heading = "Report", long, value_enum, default_value = "text")]
     pub format: Format,
     /// Write the report to FILE instead of standard output.
-    #[arg(long, short = 'o', value_name = "FILE")]
+    #[arg(help_heading = "Report", long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Also write the report as one self-contained HTML page to FILE (alongside --format/-o).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Report", long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Full stacks and every noise finding in the text report.
-    #[arg(long, short = 'v')]
+    #[arg(help_heading = "Report", long, short = 'v')]
     pub verbose: bool,
     /// A Valgrind suppression file to apply after the run (repeatable; later files win, as in Valgrind).
-    #[arg(long = "suppressions", value_name = "FILE")]
+    #[arg(
+        help_heading = "Suppressions",
+        long = "suppressions",
+        value_name = "FILE"
+    )]
     pub suppressions: Vec<PathBuf>,
     /// Do not apply the bundled suppressions (CUDA, CPython, pybind11, libtorch, glibc).
-    #[arg(long)]
+    #[arg(help_heading = "Suppressions", long)]
     pub no_bundled_suppressions: bool,
     /// List the suppressions that matched nothing.
-    #[arg(long)]
+    #[arg(help_heading = "Suppressions", long)]
     pub show_unused_suppressions: bool,
     /// Colour in the text report (auto: only on a terminal, and never with NO_COLOR set).
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(help_heading = "Report", long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
     #[command(flatten)]
     pub policy: PolicyArgs,
@@ -292,9 +276,9 @@ pub enum AnnotationsChoice {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Gate policy")]
 pub struct PolicyArgs {
-    /// User findings that fail the gate: definite, indirect, possible, reachable, leaks, errors (every kind that is not a leak), memerrors (errors without the descriptor kinds), fds (FdNotClosed, FdBadClose, FdBadUse from --track-fds), all, none, cuda-ipc (PyTorch's CUDA-IPC producer warning, not gated by default), or Valgrind kinds (Leak_PossiblyLost, InvalidRead, ...), comma-separated.
     #[arg(
         long,
+        help = crate::gate::policy::fail_on_help(),
         value_name = "LIST",
         default_value = crate::gate::policy::DEFAULT_FAIL_ON,
         value_parser = crate::gate::policy::parse_fail_on
@@ -346,73 +330,93 @@ pub struct RunArgs {
     #[command(flatten)]
     pub report: ReportArgs,
     /// What watches the target: `valgrind` (Memcheck, the default and the exact reference), `lsan` (LeakSanitizer preloaded: leaks only, near native speed, nothing rebuilt) or `asan` (AddressSanitizer's runtime preloaded, for code built with -fsanitize=address: memory errors and leaks). See docs/engines.md.
-    #[arg(long, value_enum, value_name = "ENGINE", default_value_t = Engine::Valgrind)]
+    #[arg(help_heading = "Engine", long, value_enum, value_name = "ENGINE", default_value_t = Engine::Valgrind)]
     pub engine: Engine,
     /// (lsan, asan) The sanitizer runtime to preload (default: found through gcc, then clang, then the usual library directories).
-    #[arg(long, value_name = "PATH")]
+    #[arg(help_heading = "Engine", long, value_name = "PATH")]
     pub sanitizer_runtime: Option<PathBuf>,
     /// The valgrind executable to use (default: `valgrind` on PATH).
-    #[arg(long, value_name = "PATH")]
+    #[arg(help_heading = "Valgrind", long, value_name = "PATH")]
     pub valgrind: Option<PathBuf>,
     /// Stack frames to record (valgrind --num-callers).
-    #[arg(long, default_value_t = 40, value_name = "N")]
+    #[arg(
+        help_heading = "Valgrind",
+        long,
+        default_value_t = 40,
+        value_name = "N"
+    )]
     pub num_callers: u32,
     /// Leak kinds Valgrind shows (valgrind --show-leak-kinds). Default: definite,indirect,possible; with per-test checkpoints all (still-reachable noise of the final check is then left out of the report).
-    #[arg(long, value_name = "KINDS")]
+    #[arg(help_heading = "Valgrind", long, value_name = "KINDS")]
     pub show_leak_kinds: Option<String>,
     /// Take a leak checkpoint after every test and report leaks per test (automatic when the target is pytest; this forces it for any target, which can then `import leakgate_probe`).
-    #[arg(long, overrides_with = "no_per_test")]
+    #[arg(help_heading = "Per-test", long, overrides_with = "no_per_test")]
     pub per_test: bool,
     /// No per-test checkpoints (not even for pytest).
-    #[arg(long, overrides_with = "per_test")]
+    #[arg(help_heading = "Per-test", long, overrides_with = "per_test")]
     pub no_per_test: bool,
     /// (pytest) Run every selected test N times in a row, a checkpoint after each, to tell per-call leaks from one-time allocations.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(help_heading = "Per-test", long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
     /// Where uninitialised values come from (valgrind --track-origins=yes, about 40 % of Valgrind's time): `yes` always; `no` never (uninitialised-value errors have no origin); `auto` runs without, and when your code has uninitialised-value errors re-runs only what had them (for pytest: just those tests) with origins, and merges.
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = Origins::Yes)]
+    #[arg(help_heading = "Valgrind", long, value_enum, value_name = "WHEN", default_value_t = Origins::Yes)]
     pub origins: Origins,
     /// The same as --origins no.
-    #[arg(long, conflicts_with = "origins")]
+    #[arg(help_heading = "Valgrind", long, conflicts_with = "origins")]
     pub no_track_origins: bool,
     /// Report file descriptors left open at exit (FdNotClosed) and bad closes (FdBadClose, FdBadUse) with their stacks, attributed like leaks (valgrind --track-fds=yes; needs Valgrind 3.23 or later). Gated by `fds` (part of the default `errors`).
-    #[arg(long)]
+    #[arg(help_heading = "Valgrind", long)]
     pub track_fds: bool,
     /// An extra argument for valgrind, passed through (repeatable), e.g. --valgrind-arg=--trace-children=yes.
-    #[arg(long = "valgrind-arg", value_name = "ARG", allow_hyphen_values = true)]
+    #[arg(
+        help_heading = "Valgrind",
+        long = "valgrind-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true
+    )]
     pub valgrind_args: Vec<String>,
     /// Copy the raw XML files Valgrind wrote into DIR.
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Valgrind", long, value_name = "DIR")]
     pub keep_xml: Option<PathBuf>,
     /// Do not fail (exit 4) when the target exits non-zero.
-    #[arg(long)]
+    #[arg(help_heading = "Target", long)]
     pub ignore_target_exit: bool,
     /// Do not trace child processes (by default every child is run under Valgrind, one XML file per process).
-    #[arg(long)]
+    #[arg(help_heading = "Target", long)]
     pub no_trace_children: bool,
     /// Programs not to trace into (valgrind --trace-children-skip, comma-separated globs on the executable path; "" traces all). Default: compilers, linkers and build tools (gcc, cc, g++, c++, clang, cc1, cc1plus, collect2, as, ld, make, cmake, ninja, nvcc, ptxas, cicc, fatbinary, nvlink), git, uname, ldconfig, nvidia-smi, lsb_release. Shells and env are traced, so what they start is checked.
-    #[arg(long, value_name = "PATTERNS")]
+    #[arg(help_heading = "Target", long, value_name = "PATTERNS")]
     pub trace_children_skip: Option<String>,
     /// Stop the run after DURATION (90s, 10m, 1h30m): SIGTERM to Valgrind's process group, so the leak check still runs and the XML is closed; the report says it timed out (exit 3 unless a gated finding gives 1).
-    #[arg(long, value_name = "DURATION", value_parser = crate::run::parse_duration)]
+    #[arg(help_heading = "Target", long, value_name = "DURATION", value_parser = crate::run::parse_duration)]
     pub timeout: Option<std::time::Duration>,
     /// After SIGTERM (timeout, Ctrl-C), send SIGKILL when Valgrind's processes are still running this much later.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::run::parse_duration)]
+    #[arg(help_heading = "Target", long, value_name = "DURATION", default_value = "10s", value_parser = crate::run::parse_duration)]
     pub kill_after: std::time::Duration,
     /// Show the progress line on stderr even when it is not a terminal.
-    #[arg(long, conflicts_with = "quiet")]
+    #[arg(help_heading = "Report", long, conflicts_with = "quiet")]
     pub progress: bool,
     /// No progress line.
-    #[arg(long, short = 'q')]
+    #[arg(help_heading = "Report", long, short = 'q')]
     pub quiet: bool,
     /// Also write a generalised suppression file for the run's noise to FILE (see `leakgate suppress`).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Suppressions", long, value_name = "FILE")]
     pub write_suppressions: Option<PathBuf>,
     /// With --write-suppressions: the kinds to cover (as `suppress --kinds`).
-    #[arg(long, value_name = "KINDS", default_value = "definite,indirect,errors")]
+    #[arg(
+        help_heading = "Suppressions",
+        long,
+        value_name = "KINDS",
+        default_value = "definite,indirect,errors"
+    )]
     pub write_suppressions_kinds: String,
     /// The program to run and its arguments (after `--`).
-    #[arg(required = true, last = true, value_name = "CMD")]
+    #[arg(
+        help_heading = "Arguments",
+        required = true,
+        last = true,
+        value_name = "CMD"
+    )]
     pub cmd: Vec<String>,
 }
 
@@ -421,7 +425,7 @@ pub struct AnalyzeArgs {
     #[command(flatten)]
     pub report: ReportArgs,
     /// Valgrind XML files (plain or .zst), or directories whose *.xml files are read.
-    #[arg(required = true, value_name = "PATH")]
+    #[arg(help_heading = "Arguments", required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 }
 
@@ -433,7 +437,7 @@ pub struct MergeArgs {
     #[command(flatten)]
     pub report: ReportArgs,
     /// JSON reports written by `leakgate run --format json -o FILE` (two or more).
-    #[arg(required = true, value_name = "REPORT", num_args = 1..)]
+    #[arg(help_heading = "Arguments", required = true, value_name = "REPORT", num_args = 1..)]
     pub reports: Vec<PathBuf>,
 }
 

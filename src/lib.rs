@@ -15,6 +15,8 @@
 //! [`gate::mark`] and [`gate::verdict`] with a [`Policy`], then a renderer
 //! from [`render`] over a [`Report`].
 
+#![deny(clippy::print_stdout)] // standard output goes through `commands::outputs::print_stdout`
+
 pub mod analyze;
 pub mod cli;
 pub mod commands;

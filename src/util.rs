@@ -1,5 +1,6 @@
 //! Small helpers every stage shares: the FNV-1a hash behind fingerprints
-//! and site keys, number formatting for people, and shell quoting.
+//! and site keys, number formatting for people, shell quoting, and reading
+//! a source file named by a (possibly hostile) report.
 
 /// 64-bit FNV-1a, fed in pieces.
 #[derive(Debug, Clone, Copy)]
@@ -83,6 +84,24 @@ pub fn shell_join<S: AsRef<str>>(args: &[S]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Source files larger than this are not read (`read_source`).
+const SOURCE_MAX: u64 = 16 << 20;
+
+/// A source file's bytes, if it is a regular file of a sane size: a path
+/// from a hostile report (`/dev/zero`, a FIFO, `/proc/kcore`) must not make
+/// leakgate read forever or block.
+pub fn read_source(path: &std::path::Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.is_file() || meta.len() > SOURCE_MAX {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(SOURCE_MAX).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 #[cfg(test)]

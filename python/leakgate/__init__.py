@@ -1,7 +1,7 @@
 """leakgate: find memory leaks and memory errors in native extensions with
 Valgrind Memcheck, and tell yours from interpreter and runtime noise.
 
-The tool is the ``leakgate`` command that ``pip install leakgate`` puts on the
+The tool is the ``leakgate`` command that ``pip install pyleakgate`` puts on the
 environment's PATH (``leakgate run -- python -m pytest tests/``); see its
 README and docs/. This package only finds that executable (``python -m leakgate ...``
 runs it when the environment's ``bin`` directory is not on PATH) and

@@ -354,7 +354,7 @@ impl CythonMapper {
                 if !is_cython(&String::from_utf8_lossy(&head(path)?)) {
                     return None;
                 }
-                let bytes = super::sources::read_source(path)?;
+                let bytes = crate::util::read_source(path)?;
                 CythonFile::parse(&String::from_utf8_lossy(&bytes))
             })
             .as_ref()

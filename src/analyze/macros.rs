@@ -241,7 +241,7 @@ impl MacroBodies {
             return None;
         }
         let bodies = self.files.entry(path.to_path_buf()).or_insert_with(|| {
-            super::sources::read_source(path)
+            crate::util::read_source(path)
                 .map(|b| macro_bodies(&String::from_utf8_lossy(&b)))
                 .unwrap_or_default()
         });

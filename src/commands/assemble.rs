@@ -75,11 +75,11 @@ pub(super) fn build_report(
         .processes
         .iter()
         .filter_map(|p| match p.tool.as_deref() {
-            Some("asan") => Some(crate::cli::Engine::Asan),
-            Some("lsan") => Some(crate::cli::Engine::Lsan),
+            Some("asan") => Some(crate::run::Engine::Asan),
+            Some("lsan") => Some(crate::run::Engine::Lsan),
             _ => None,
         })
-        .max_by_key(|e| *e == crate::cli::Engine::Asan)
+        .max_by_key(|e| *e == crate::run::Engine::Asan)
         .map(|e| crate::report::EngineOut {
             name: e.name().to_string(),
             runtime: None,

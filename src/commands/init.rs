@@ -35,9 +35,8 @@ fn toml_list(items: &[PathBuf]) -> String {
 /// The body of the starter configuration (the table's keys, commented).
 fn config_body(a: &InitArgs) -> String {
     let mut b = String::new();
-    b.push_str(
-        "# What fails the gate: definite, indirect, possible, reachable, errors, fds, all, none\n",
-    );
+    let groups: Vec<&str> = crate::gate::policy::GROUPS.iter().map(|g| g.name).collect();
+    b.push_str(&format!("# What fails the gate: {}\n", groups.join(", ")));
     b.push_str("# or Valgrind kinds such as InvalidRead (see docs/configuration.md).\n");
     b.push_str(&format!("fail-on = {}\n", toml_str(&a.fail_on)));
     if a.no_baseline {
@@ -116,16 +115,42 @@ fn is_python(dir: &Path) -> bool {
         .any(|f| dir.join(f).is_file())
 }
 
-/// The GitHub Actions workflow.
-fn workflow_text(cmd: &[String], python: bool) -> String {
+/// The `X.Y` version of the Python that `cmd` runs ([`target_python`]:
+/// argv[0], or the interpreter of the script it names), asked of that
+/// interpreter: the baseline is recorded with it, so the workflow sets up
+/// the same one. `None` when the command runs no Python it can find.
+///
+/// [`target_python`]: crate::run::target_python
+pub(super) fn python_version(cmd: &[String]) -> Option<String> {
+    let py = crate::run::target_python(cmd.first()?)?;
+    let out = std::process::Command::new(&py)
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let ok = out.status.success()
+        && v.split('.').count() == 2
+        && v.split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    ok.then_some(v)
+}
+
+/// The GitHub Actions workflow. `python`: the `X.Y` of the Python the
+/// baseline was recorded with ([`python_version`]), or `"3.x"` (the newest)
+/// when the command runs none that leakgate can find; `None`: not a Python
+/// project.
+fn workflow_text(cmd: &[String], python: Option<&str>) -> String {
     let command = crate::util::shell_join(cmd);
-    let build = if python {
-        "      - uses: actions/setup-python@v5\n        \
-         with:\n          python-version: \"3.12\"\n      \
-         - name: Build and install (with debug info, so that findings have file:line)\n        \
-         env:\n          CFLAGS: -O0 -g\n          CXXFLAGS: -O0 -g\n        \
-         run: python -m pip install . pytest\n"
-            .to_string()
+    let build = if let Some(version) = python {
+        format!(
+            "      - uses: actions/setup-python@v5\n        \
+             with:\n          python-version: \"{version}\"  # the Python of the baseline run\n      \
+             - name: Build and install (with debug info, so that findings have file:line)\n        \
+             env:\n          CFLAGS: -O0 -g\n          CXXFLAGS: -O0 -g\n        \
+             run: python -m pip install . pytest\n"
+        )
     } else {
         "      - name: Build (with debug info, -O0 -g, so that findings have file:line)\n        \
          run: make\n"
@@ -264,7 +289,9 @@ pub(super) fn init(a: InitArgs) -> Result<i32> {
         written.push("leakgate.toml".into());
     }
     if a.workflow == WorkflowChoice::Github {
-        create_new(&workflow, &workflow_text(&a.cmd, is_python(&cwd)))?;
+        let python =
+            is_python(&cwd).then(|| python_version(&a.cmd).unwrap_or_else(|| "3.x".to_string()));
+        create_new(&workflow, &workflow_text(&a.cmd, python.as_deref()))?;
         written.push(WORKFLOW.into());
     }
     eprintln!("leakgate: init: wrote {}", written.join(", "));

@@ -1,6 +1,10 @@
 //! `leakgate lint`: suppression files checked as Valgrind reads them.
 
-use anyhow::Result;
+use std::fmt::Write as _;
+
+use anyhow::{Context, Result};
+
+use super::outputs::print_stdout;
 
 use super::config::target_valgrind;
 use crate::cli::LintArgs;
@@ -11,15 +15,22 @@ use crate::suppress;
 pub(super) fn lint(a: LintArgs) -> Result<i32> {
     let (target, from) = target_valgrind(a.valgrind.as_deref(), a.valgrind_version.as_deref())?;
     let mut bad = false;
+    // Printed at the end, in one write (a closed pipe is no error).
+    let mut out = String::new();
+    macro_rules! outln {
+        ($out:ident, $($arg:tt)*) => {{
+            let _ = writeln!($out, $($arg)*);
+        }};
+    }
     for f in &a.files {
         match suppress::load::parse_file(f) {
             Err(e) => {
-                println!("{e}");
+                outln!(out, "{e}");
                 bad = true;
             }
             Ok(p) => {
                 for e in &p.errors {
-                    println!("{e}");
+                    outln!(out, "{e}");
                 }
                 let mut rejected = 0;
                 for s in &p.suppressions {
@@ -29,26 +40,35 @@ pub(super) fn lint(a: LintArgs) -> Result<i32> {
                         if w.starts_with("kind ") && w.contains("needs Valgrind") {
                             continue;
                         }
-                        println!("{}:{}: warning: {}: {w}", s.file, s.line, s.name);
+                        outln!(out, "{}:{}: warning: {}: {w}", s.file, s.line, s.name);
                     }
                     let Some(range) = s.kind.accepted_range() else {
                         continue;
                     };
                     if s.kind.accepted_by(target) {
-                        println!(
+                        outln!(
+                            out,
                             "{}:{}: note: {}: kind {} is read by {range}; Valgrind {target} reads it",
-                            s.file, s.line, s.name, s.kind_name
+                            s.file,
+                            s.line,
+                            s.name,
+                            s.kind_name
                         );
                     } else {
                         rejected += 1;
-                        println!(
+                        outln!(
+                            out,
                             "{}:{}: {}: kind {} is read by {range}; Valgrind {target} rejects this file",
-                            s.file, s.line, s.name, s.kind_name
+                            s.file,
+                            s.line,
+                            s.name,
+                            s.kind_name
                         );
                     }
                 }
                 for s in p.suppressions.iter().filter(|s| s.tool == "CoreError") {
-                    println!(
+                    outln!(
+                        out,
                         "{}:{}: note: {}: CoreError:{} is read by Valgrind 3.23 and later, with --track-fds (older ones skip it){}",
                         s.file,
                         s.line,
@@ -62,7 +82,8 @@ pub(super) fn lint(a: LintArgs) -> Result<i32> {
                     );
                 }
                 if p.errors.is_empty() && rejected == 0 {
-                    println!(
+                    outln!(
+                        out,
                         "{}: ok for Valgrind {target} ({from}) ({} Memcheck suppressions, {} for other tools)",
                         f.display(),
                         p.suppressions.len(),
@@ -74,6 +95,7 @@ pub(super) fn lint(a: LintArgs) -> Result<i32> {
             }
         }
     }
+    print_stdout(out.as_bytes()).context("cannot write to standard output")?;
     Ok(if bad {
         crate::exit::USAGE
     } else {

@@ -2,19 +2,19 @@
 //! scripts and roff manual pages, generated from the clap definitions in
 //! `cli.rs`, so they cannot drift from the real options.
 
-use std::io::Write;
-
 use anyhow::{Context, Result, bail};
 use clap::CommandFactory;
 
+use super::outputs::print_stdout;
 use crate::cli::Cli;
 
 /// Writes the completion script for `shell` to standard output.
 pub fn completions(shell: clap_complete::Shell) -> Result<i32> {
     let mut cmd = Cli::command();
-    let mut out = std::io::stdout().lock();
-    clap_complete::generate(shell, &mut cmd, "leakgate", &mut out);
-    out.flush().context("cannot write to standard output")?;
+    // Into memory first: clap_complete panics when its writer fails.
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "leakgate", &mut buf);
+    print_stdout(&buf).context("cannot write to standard output")?;
     Ok(0)
 }
 
@@ -43,9 +43,6 @@ pub fn man(command: Option<&str>) -> Result<i32> {
     clap_mangen::Man::new(page)
         .render(&mut buf)
         .context("cannot render the manual page")?;
-    let mut out = std::io::stdout().lock();
-    out.write_all(&buf)
-        .and_then(|()| out.flush())
-        .context("cannot write to standard output")?;
+    print_stdout(&buf).context("cannot write to standard output")?;
     Ok(0)
 }

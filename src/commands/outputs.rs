@@ -215,8 +215,7 @@ impl Outputs {
             if args.format == Format::Json && args.output.is_none() {
                 eprint!("{text}");
             } else {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+                let _ = print_stdout(text.as_bytes());
             }
         }
         failed
@@ -244,15 +243,21 @@ pub fn write_or_print(path: Option<&Path>, text: &str) -> std::result::Result<()
         Some(p) => {
             std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
         }
-        None => {
-            let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                    Err(format!("cannot write the report: {e}"))
-                }
-                _ => Ok(()),
-            }
-        }
+        None => print_stdout(text.as_bytes()).map_err(|e| format!("cannot write the report: {e}")),
+    }
+}
+
+/// Writes `bytes` to standard output and flushes it. A closed pipe
+/// (`leakgate suppressions list | head`: EPIPE, since Rust ignores SIGPIPE)
+/// is not an error: the rest of the output is dropped and the command ends
+/// with its own exit code, as ripgrep does. Every command's standard output
+/// goes through here: `print!`/`println!` panic on a closed pipe, and the
+/// `clippy::print_stdout` lint (denied in `lib.rs`) keeps them out.
+pub fn print_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
     }
 }
 

@@ -19,10 +19,11 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::cli::{
-    AnalyzeArgs, AnnotationsChoice, ColorChoice, Engine, Format, MergeArgs, Origins, ReportArgs,
-    RunArgs, SuppressArgs,
+    AnalyzeArgs, AnnotationsChoice, ColorChoice, Format, MergeArgs, Origins, ReportArgs, RunArgs,
+    SuppressArgs,
 };
 use crate::gate::policy::FailOn;
+use crate::run::Engine;
 
 /// The standalone file names, in the order they are looked for in each
 /// directory (before `pyproject.toml`).

@@ -41,7 +41,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     if a.repeat == 0 {
         bail!("--repeat 0: a test must run at least once");
     }
-    let origins_mode = if a.no_track_origins || a.engine != crate::cli::Engine::Valgrind {
+    let origins_mode = if a.no_track_origins || a.engine != crate::run::Engine::Valgrind {
         Origins::No
     } else {
         a.origins
@@ -73,7 +73,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     };
     let mut out = run::run(&cfg)?;
     let mut notes = Vec::new();
-    if out.engine != crate::cli::Engine::Valgrind
+    if out.engine != crate::run::Engine::Valgrind
         && !cfg.full_collect
         && let Some(g) = super::unwind::young_garbage(&out.reports)
     {
@@ -93,7 +93,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     }
     let mut unwind = if cfg.slow_unwind { "exact" } else { "fast" }.to_string();
     let mut stacks = None;
-    if out.engine != crate::cli::Engine::Valgrind && !cfg.slow_unwind {
+    if out.engine != crate::run::Engine::Valgrind && !cfg.slow_unwind {
         // Leaks whose fast-unwound stacks were cut short with none of the
         // user's frames left: judged only after an exact re-run.
         let (obs, seen) = super::unwind::cut_observer(cfg.num_callers as usize);
@@ -127,7 +127,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
             std::fs::copy(f, &dest)
                 .with_context(|| format!("cannot copy {} to {}", f.display(), dest.display()))?;
         }
-        let what = if out.engine == crate::cli::Engine::Valgrind {
+        let what = if out.engine == crate::run::Engine::Valgrind {
             "raw XML"
         } else {
             "the runtime's logs"
@@ -154,13 +154,13 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     let mut exits: HashMap<u64, ExitStatus> = out.exits.clone();
     exits.insert(u64::from(out.pid), out.exit.clone());
     // A full disk or the file-size limit: named, its empty files missing.
-    if out.engine == crate::cli::Engine::Valgrind
+    if out.engine == crate::run::Engine::Valgrind
         && let Some((why, empty)) =
             run::space_problem(out.dir.path(), &out.reports, &out.log, &exits)
     {
         out.reports.retain(|p| !empty.contains(p));
         problems.push(why);
-    } else if out.reports.is_empty() && out.engine == crate::cli::Engine::Valgrind {
+    } else if out.reports.is_empty() && out.engine == crate::run::Engine::Valgrind {
         problems
             .push("Valgrind wrote no XML report (it failed to start or was killed)".to_string());
     }

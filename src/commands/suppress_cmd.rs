@@ -2,7 +2,6 @@
 //! for the noise, from the generator in [`crate::generate`].
 
 use std::collections::{HashMap, HashSet};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -29,10 +28,7 @@ fn write_out(path: Option<&Path>, text: &str) -> anyhow::Result<()> {
     match path {
         Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
         None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())
-                .and_then(|_| out.flush())
-                .context("cannot write the suppressions")
+            super::outputs::print_stdout(text.as_bytes()).context("cannot write the suppressions")
         }
     }
 }

@@ -1,6 +1,10 @@
 //! `leakgate suppressions`: the bundled suppression files.
 
-use anyhow::{Result, bail};
+use std::fmt::Write as _;
+
+use anyhow::{Context, Result, bail};
+
+use super::outputs::print_stdout;
 
 use crate::cli::SuppressionsCommand;
 use crate::suppress;
@@ -9,18 +13,20 @@ use crate::suppress;
 pub(super) fn suppressions(c: SuppressionsCommand) -> Result<i32> {
     match c {
         SuppressionsCommand::List => {
+            let mut out = String::new();
             for (name, text) in suppress::bundled::BUNDLED {
                 let p = suppress::parse_detailed(name, text, "Memcheck", 500);
-                println!("{name} ({} rules)", p.suppressions.len());
+                let _ = writeln!(out, "{name} ({} rules)", p.suppressions.len());
                 for s in &p.suppressions {
-                    println!("  {}  [{}:{}]", s.name, s.tools, s.kind_name);
+                    let _ = writeln!(out, "  {}  [{}:{}]", s.name, s.tools, s.kind_name);
                 }
             }
+            print_stdout(out.as_bytes()).context("cannot write to standard output")?;
             Ok(crate::exit::PASS)
         }
         SuppressionsCommand::Show { name } => match suppress::bundled::get(&name) {
             Some(text) => {
-                print!("{text}");
+                print_stdout(text.as_bytes()).context("cannot write to standard output")?;
                 Ok(crate::exit::PASS)
             }
             None => {

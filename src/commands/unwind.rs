@@ -22,12 +22,14 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Result, bail};
 
 use crate::analyze::attribute::Attributor;
-use crate::analyze::checkpoints::{parse_delta, parse_marker};
+use crate::analyze::checkpoints::parse_delta;
 use crate::analyze::{Observer, stacks};
-use crate::cli::{Engine, RunArgs};
+use crate::cli::RunArgs;
 use crate::model::{ExitStatus, ProcessInfo, Record};
+use crate::parse::parse_marker;
 use crate::probe::GARBAGE_PREFIX;
 use crate::report::EngineOut;
+use crate::run::Engine;
 use crate::run::{self, LSAN_EXIT_CODE, RunConfig, RunOutcome};
 
 /// What the forked checkers of a sanitizer run found that only a full

@@ -25,11 +25,107 @@ pub const DEFAULT_FAIL_ON: &str = "definite,indirect,errors";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyError {
     #[error(
-        "unknown --fail-on item {0:?} (use definite, indirect, possible, reachable, leaks, errors, memerrors, fds, import, all, none, cuda-ipc, or a Valgrind kind such as Leak_DefinitelyLost or InvalidRead)"
+        "unknown --fail-on item {0:?} (use {names}, or a Valgrind kind such as Leak_DefinitelyLost or InvalidRead)",
+        names = GROUPS.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
     )]
     UnknownItem(String),
     #[error("--fail-on is empty (use `none` to fail on no finding)")]
     Empty,
+}
+
+/// A group name of `--fail-on`: what it selects, said in `--help`.
+pub struct Group {
+    /// The name, as written in the list (lower case).
+    pub name: &'static str,
+    /// What it selects, for `--help` and the error of an unknown item.
+    pub help: &'static str,
+    apply: fn(&mut FailOn),
+}
+
+/// Every group name the parser accepts, in the order `--help` lists them:
+/// [`FailOn::parse`] looks items up here, and [`fail_on_help`] lists them,
+/// so the help cannot omit one. Any other item must be a Valgrind kind.
+pub const GROUPS: &[Group] = &[
+    Group {
+        name: "definite",
+        help: "definitely lost leaks",
+        apply: |f| f.add(&Kind::DefinitelyLost),
+    },
+    Group {
+        name: "indirect",
+        help: "indirectly lost leaks",
+        apply: |f| f.add(&Kind::IndirectlyLost),
+    },
+    Group {
+        name: "possible",
+        help: "possibly lost leaks",
+        apply: |f| f.add(&Kind::PossiblyLost),
+    },
+    Group {
+        name: "reachable",
+        help: "still-reachable blocks",
+        apply: |f| f.add(&Kind::StillReachable),
+    },
+    Group {
+        name: "leaks",
+        help: "the four leak kinds",
+        apply: |f| LEAK_KINDS.iter().for_each(|k| f.add(k)),
+    },
+    Group {
+        name: "errors",
+        help: "every kind that is not a leak: memerrors and fds",
+        apply: |f| {
+            f.errors = true;
+            FD_KINDS.iter().for_each(|k| f.add(k));
+        },
+    },
+    Group {
+        name: "memerrors",
+        help: "memory errors: errors without the descriptor kinds",
+        apply: |f| f.errors = true,
+    },
+    Group {
+        name: "fds",
+        help: "FdNotClosed, FdBadClose, FdBadUse from --track-fds",
+        apply: |f| FD_KINDS.iter().for_each(|k| f.add(k)),
+    },
+    Group {
+        name: "import",
+        help: "also the leaks of the kinds selected that were made once, at import; not gated by default",
+        apply: |f| f.import = true,
+    },
+    Group {
+        name: "all",
+        help: "leaks, errors and import",
+        apply: |f| {
+            LEAK_KINDS.iter().for_each(|k| f.add(k));
+            FD_KINDS.iter().for_each(|k| f.add(k));
+            f.errors = true;
+            f.import = true;
+        },
+    },
+    Group {
+        name: "none",
+        help: "nothing fails the gate",
+        apply: |_| {},
+    },
+    Group {
+        name: "cuda-ipc",
+        help: "PyTorch's CUDA-IPC producer warning; not gated by default, not in all",
+        apply: |f| f.add(&Kind::CudaIpcProducerExited),
+    },
+];
+
+/// `--fail-on`'s help: every group of [`GROUPS`] with what it selects.
+pub fn fail_on_help() -> String {
+    let groups: Vec<String> = GROUPS
+        .iter()
+        .map(|g| format!("{} ({})", g.name, g.help))
+        .collect();
+    format!(
+        "User findings that fail the gate, comma-separated: {}; or Valgrind kinds (Leak_PossiblyLost, InvalidRead, ...).",
+        groups.join(", ")
+    )
 }
 
 /// Which user findings fail the gate.
@@ -62,37 +158,18 @@ impl FailOn {
         let mut any = false;
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             any = true;
-            match item.to_ascii_lowercase().as_str() {
-                "definite" => f.add(&Kind::DefinitelyLost),
-                "indirect" => f.add(&Kind::IndirectlyLost),
-                "possible" => f.add(&Kind::PossiblyLost),
-                "reachable" => f.add(&Kind::StillReachable),
-                "leaks" => LEAK_KINDS.iter().for_each(|k| f.add(k)),
-                "errors" => {
-                    f.errors = true;
-                    FD_KINDS.iter().for_each(|k| f.add(k));
-                }
-                "memerrors" => f.errors = true,
-                "import" => f.import = true,
-                "fds" => FD_KINDS.iter().for_each(|k| f.add(k)),
-                "all" => {
-                    LEAK_KINDS.iter().for_each(|k| f.add(k));
-                    FD_KINDS.iter().for_each(|k| f.add(k));
-                    f.errors = true;
-                    f.import = true;
-                }
-                "none" => {}
-                "cuda-ipc" => f.add(&Kind::CudaIpcProducerExited),
-                _ => {
-                    let known = Kind::KNOWN
-                        .iter()
-                        .filter(|k| **k != Kind::CudaIpcProducerExited)
-                        .find(|k| k.as_str().eq_ignore_ascii_case(item));
-                    match known {
-                        Some(k) => f.add(k),
-                        None => return Err(PolicyError::UnknownItem(item.to_string())),
-                    }
-                }
+            let lower = item.to_ascii_lowercase();
+            if let Some(g) = GROUPS.iter().find(|g| g.name == lower) {
+                (g.apply)(&mut f);
+                continue;
+            }
+            let known = Kind::KNOWN
+                .iter()
+                .filter(|k| **k != Kind::CudaIpcProducerExited)
+                .find(|k| k.as_str().eq_ignore_ascii_case(item));
+            match known {
+                Some(k) => f.add(k),
+                None => return Err(PolicyError::UnknownItem(item.to_string())),
             }
         }
         if !any {
@@ -257,6 +334,29 @@ mod tests {
         assert!(d.matches_finding(&k("Leak_DefinitelyLost"), false));
         // Not a kind: a memory error made at import stays an error.
         assert!(d.matches_finding(&k("InvalidRead"), false));
+    }
+
+    #[test]
+    fn help_lists_every_group_the_parser_accepts() {
+        let help = fail_on_help();
+        for g in GROUPS {
+            assert!(FailOn::parse(g.name).is_ok(), "{}", g.name);
+            assert!(
+                help.contains(&format!("{} (", g.name)),
+                "{}: {help}",
+                g.name
+            );
+        }
+        // The words `items()` writes back are all groups, and parse.
+        for name in ["definite", "memerrors", "fds", "import", "none", "cuda-ipc"] {
+            assert!(GROUPS.iter().any(|g| g.name == name), "{name}");
+        }
+        assert!(help.contains("import ("), "{help}");
+        let err = FailOn::parse("definte").unwrap_err().to_string();
+        assert!(
+            err.contains("memerrors, fds, import, all, none, cuda-ipc"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -13,12 +13,14 @@
 //! and the event loop), `source` (where events come from), `build`
 //! (records from tags), `cache` (repeated frames taken without parsing),
 //! `raw` (unescaped and skipped elements), `tags`, `text` (numbers and
-//! bounded text), `summary` (what a file contributed besides records); `sanitizer`
+//! bounded text), `summary` (what a file contributed besides records), `marker` (the
+//! probe's checkpoint markers); `sanitizer`
 //! (LeakSanitizer and AddressSanitizer text reports into the same records).
 
 mod build;
 mod cache;
 mod input;
+mod marker;
 mod raw;
 mod reader;
 mod sanitizer;
@@ -28,6 +30,7 @@ mod tags;
 mod text;
 
 pub use input::{Input, InputError, looks_like_json, open_input};
+pub use marker::{Marker, parse_marker};
 pub use reader::{MAX_DEPTH, parse_chunk, parse_chunk_stream, parse_slice, parse_stream};
 pub use sanitizer::{looks_like_sanitizer_log, mark_killed, parse_sanitizer_log, report_offsets};
 pub use source::MAX_TOKEN;

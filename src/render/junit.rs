@@ -1,10 +1,13 @@
 //! The JUnit XML renderer (`--junit FILE`), for CI test-report tabs (GitHub
 //! test reporters, GitLab `artifacts:reports:junit`, Jenkins).
 //!
-//! One `<testsuites>` with one `<testsuite name="leakgate">`; one testcase
-//! per user finding: a `<failure>` when it fails the gate, `<skipped>` (with
-//! the reason) when it is only reported (a kind not in `--fail-on`, known
-//! from the baseline, within `--max-leaked-bytes`). Without user findings
+//! One `<testsuites>` with one `<testsuite name="leakgate">`. With per-test
+//! checkpoints, one testcase per test in which user findings grew (named as
+//! pytest names it, listing its findings); else, and for findings of no
+//! test, one testcase per user finding. A testcase is a `<failure>` when
+//! one of its findings fails the gate, `<skipped>` (with the reason) when
+//! they are only reported (a kind not in `--fail-on`, known from the
+//! baseline, within `--max-leaked-bytes`). Without user findings
 //! there is one passing testcase, so a report is never empty. An incomplete
 //! report is an `<error>` testcase, a failed target a `<failure>` one.
 //! Noise, notes and fixed baseline entries are summarised in the suite's

@@ -18,8 +18,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::turns::Same;
 use crate::probe::{CHECKER_PREFIX, FORKED_PREFIX, MARKER_PREFIX};
+
+/// Checkpoints whose checker ended unchecked (`turns` gave it no turn):
+/// (parent pid, seq) → the seq whose report is theirs.
+pub(super) type Same = HashMap<(u64, u64), u64>;
 
 /// What a checker wrote: the bytes after its marker line (the report and
 /// the end line), by (parent pid, checkpoint sequence number).

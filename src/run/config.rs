@@ -6,9 +6,37 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::progress::{self, ProgressMode};
-use crate::cli::Engine;
 use crate::model::ExitStatus;
 use crate::report::StoppedOut;
+
+/// `--engine`: what watches the target's memory (the run stage's choice;
+/// `cli.rs` takes it from here).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// Valgrind Memcheck: every leak kind, uninitialised values, the exact
+    /// reference (15-60x native).
+    Valgrind,
+    /// LeakSanitizer preloaded into the target: definite and indirect leaks
+    /// at close to native speed, nothing rebuilt.
+    Lsan,
+    /// AddressSanitizer's runtime preloaded, for extensions built with
+    /// -fsanitize=address: memory errors where they happen, and leaks.
+    Asan,
+}
+
+impl Engine {
+    /// The name used in reports and options.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Valgrind => "valgrind",
+            Engine::Lsan => "lsan",
+            Engine::Asan => "asan",
+        }
+    }
+}
 
 /// Why a run could not start. All map to exit 2.
 #[derive(Debug, thiserror::Error)]

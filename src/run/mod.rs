@@ -54,7 +54,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::model::ExitStatus;
-pub use config::{DEFAULT_SHOW_LEAK_KINDS, PerTest, RunConfig, RunError, RunOutcome};
+pub use config::{DEFAULT_SHOW_LEAK_KINDS, Engine, PerTest, RunConfig, RunError, RunOutcome};
 pub use progress::ProgressMode;
 pub use sanitizer::{LSAN_EXIT_CODE, find_runtime};
 pub use signals::signal_name;
@@ -62,15 +62,15 @@ pub use space::{diagnose as space_problem, survive_file_size_limit};
 pub use supervise::{exit_status, parse_duration};
 pub use target::{
     find_valgrind, is_pytest_target, is_python_target, is_xdist_target, resolve_target,
-    valgrind_lib_for, valgrind_version,
+    target_python, valgrind_lib_for, valgrind_version,
 };
 
 /// Runs the target under the engine `cfg.engine` names and waits for it.
 pub fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     survive_file_size_limit();
     match cfg.engine {
-        crate::cli::Engine::Valgrind => valgrind::run(cfg),
-        crate::cli::Engine::Lsan | crate::cli::Engine::Asan => sanitizer::run(cfg),
+        Engine::Valgrind => valgrind::run(cfg),
+        Engine::Lsan | Engine::Asan => sanitizer::run(cfg),
     }
 }
 

@@ -20,10 +20,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::Engine;
 use super::config::{RunConfig, RunError, RunOutcome};
 use super::target::{is_python_target, resolve_target};
 use super::{command, files, launch};
-use crate::cli::Engine;
 
 /// The exit status leakgate asks the runtime to end a process with when it
 /// reports leaks or an error (`exitcode=`): the target's own status is then

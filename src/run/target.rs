@@ -203,3 +203,33 @@ pub(super) fn unwrap_python_shim(argv0: &str, resolved: &Path) -> Option<PathBuf
     let exe = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     (out.status.success() && exe.is_absolute() && exe.is_file()).then_some(exe)
 }
+
+/// The Python interpreter a target command runs, when it runs one: argv[0]
+/// itself when it is named like Python (`python3`, `python3.11`, a venv's
+/// `python`), else the interpreter on the shebang line of the script it
+/// names (`pytest`, a console script: `#!/path/python3` or
+/// `#!/usr/bin/env python3`, looked up on PATH). `leakgate init` asks it
+/// for its version, which its workflow's setup-python then installs.
+pub fn target_python(argv0: &str) -> Option<PathBuf> {
+    let resolved = resolve_target(argv0).ok()?;
+    let base = Path::new(argv0).file_name()?.to_string_lossy().into_owned();
+    if is_python_name(&base) {
+        return Some(resolved);
+    }
+    let head = read_head(&resolved, 256).ok()?;
+    let line = head.strip_prefix(b"#!")?.split(|b| *b == b'\n').next()?;
+    let line = String::from_utf8_lossy(line);
+    shebang_python(&line).and_then(|w| resolve_target(&w).ok())
+}
+
+/// The Python interpreter of a shebang line (without `#!`): its first word,
+/// or the command `env` runs (after its options and `NAME=value`s), when
+/// its file name is Python's.
+pub(super) fn shebang_python(line: &str) -> Option<String> {
+    let mut words = line.split_whitespace();
+    let mut first = words.next()?;
+    if first.rsplit('/').next() == Some("env") {
+        first = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
+    }
+    is_python_name(first.rsplit('/').next().unwrap_or(first)).then(|| first.to_string())
+}

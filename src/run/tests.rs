@@ -1,7 +1,7 @@
 //! Unit tests of `run`.
 
 use super::files::supports_seq;
-use super::target::is_python_name;
+use super::target::{is_python_name, shebang_python};
 use super::*;
 
 #[test]
@@ -31,6 +31,23 @@ fn python_names() {
     assert!(is_python_name("python3.11"));
     assert!(!is_python_name("python-config"));
     assert!(!is_python_name("cpython"));
+}
+
+#[test]
+fn shebang_interpreters() {
+    let py = |l: &str| shebang_python(l);
+    assert_eq!(
+        py("/venv/bin/python3.11").as_deref(),
+        Some("/venv/bin/python3.11")
+    );
+    assert_eq!(py("/usr/bin/env python3").as_deref(), Some("python3"));
+    assert_eq!(
+        py("/usr/bin/env -S PYTHONX=1 python3 -u").as_deref(),
+        Some("python3")
+    );
+    assert_eq!(py("/bin/sh"), None);
+    assert_eq!(py("/usr/bin/env bash"), None);
+    assert_eq!(py(""), None);
 }
 
 #[test]

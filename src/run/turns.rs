@@ -28,7 +28,7 @@
 //! is gone ends. A checker that ended without a report keeps its neighbours
 //! checked.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::checkers;
+use super::checkers::{self, Same};
 use crate::probe::{CHECKER_PREFIX, MARKER_PREFIX, SANITIZER_END};
 
 /// Waiting checkers after a process's last check that get the newest its
@@ -47,10 +47,6 @@ pub(super) const FRONTIER: usize = 8;
 pub(super) const IDLE: Duration = Duration::from_millis(250);
 /// How often the logs are looked at.
 const TICK: Duration = Duration::from_millis(3);
-
-/// Checkpoints whose checker ended unchecked: (parent pid, seq) → the seq
-/// whose report is theirs.
-pub(super) type Same = HashMap<(u64, u64), u64>;
 
 /// What the turns came to.
 #[derive(Default)]

@@ -154,7 +154,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     Ok(RunOutcome {
         dir,
         reports: xml_files,
-        engine: crate::cli::Engine::Valgrind,
+        engine: super::Engine::Valgrind,
         log: log_text,
         exit,
         pid,

@@ -722,13 +722,13 @@ fn install_uses_the_leakgate_on_path_or_unpacks_a_wheel() {
     };
     let whl = gh
         .tmp
-        .join(format!("leakgate-{version}-py3-none-linux_x86_64.whl"));
+        .join(format!("pyleakgate-{version}-py3-none-linux_x86_64.whl"));
     let made = Command::new(py)
         .args([
             "-c",
             "import sys, zipfile\n\
              with zipfile.ZipFile(sys.argv[1], 'w') as z:\n    \
-             z.write(sys.argv[2], f'leakgate-{sys.argv[3]}.data/scripts/leakgate')\n    \
+             z.write(sys.argv[2], f'pyleakgate-{sys.argv[3]}.data/scripts/leakgate')\n    \
              z.writestr('leakgate/__init__.py', '')",
         ])
         .arg(&whl)

@@ -1,6 +1,6 @@
 //! Distribution tests: what users install is what we test.
 //!
-//! * `pip install leakgate`: the manylinux2014 (glibc 2.17) x86-64 wheel is
+//! * `pip install pyleakgate`: the manylinux2014 (glibc 2.17) x86-64 wheel is
 //!   built by `dist/build-wheels.sh --arch x86_64` (maturin + zig, from the
 //!   test Python's environment, `LEAKGATE_TEST_PYTHON`/`.venv`, which CI
 //!   gives maturin, ziglang and auditwheel), so the release script itself is
@@ -261,7 +261,10 @@ fn wheel_installs_into_a_fresh_venv() {
     );
     let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
     assert!(
-        name.starts_with(&format!("leakgate-{}-py3-none-", env!("CARGO_PKG_VERSION"))),
+        name.starts_with(&format!(
+            "pyleakgate-{}-py3-none-",
+            env!("CARGO_PKG_VERSION")
+        )),
         "{name}"
     );
     assert!(

@@ -162,7 +162,7 @@ const SHELL_LANGS: &[&str] = &["", "sh", "shell", "bash", "console", "yaml", "ym
 // ------------------------------------------------------------ the pages
 
 /// README.md and every docs/*.md, as (repository-relative path, text).
-fn pages() -> Vec<(String, String)> {
+pub(crate) fn pages() -> Vec<(String, String)> {
     let root = common::repo_root();
     let mut names = vec!["README.md".to_string()];
     let mut docs: Vec<String> = std::fs::read_dir(root.join("docs"))

@@ -373,3 +373,50 @@ fn init_appends_a_table_to_pyproject() {
     assert!(stderr(&out).contains("after `--`"), "{}", show(&out));
     assert_eq!(std::fs::read_dir(tmp2.path()).unwrap().count(), 0);
 }
+
+/// `init`'s workflow sets up the Python the baseline was recorded with:
+/// the version the command's interpreter reports (argv[0] named like
+/// Python, or the shebang of the script it names), `3.x` without one.
+#[test]
+fn init_workflow_sets_up_the_python_of_the_command() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = common::tempdir();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // A stand-in interpreter named like Python that says it is 3.9, and a
+    // pytest script that it runs.
+    let fake = bin.join("python3.9");
+    std::fs::write(&fake, "#!/bin/sh\necho 3.9\n").unwrap();
+    let pytest = bin.join("pytest");
+    std::fs::write(&pytest, format!("#!{}\nimport pytest\n", fake.display())).unwrap();
+    for f in [&fake, &pytest] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let workflow_for = |name: &str, cmd: &[&str]| {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("pyproject.toml"), "[project]\nname = \"x\"\n").unwrap();
+        let mut args = vec!["init", "--no-baseline", "--"];
+        args.extend_from_slice(cmd);
+        let out = leakgate(&dir, &args);
+        assert_eq!(code(&out), 0, "{}", show(&out));
+        std::fs::read_to_string(dir.join(".github/workflows/leakgate.yml")).unwrap()
+    };
+    let fake = fake.to_str().unwrap();
+    let w = workflow_for("interpreter", &[fake, "-m", "pytest", "tests/"]);
+    assert!(w.contains("python-version: \"3.9\""), "{w}");
+    let w = workflow_for("script", &[pytest.to_str().unwrap(), "tests/"]);
+    assert!(w.contains("python-version: \"3.9\""), "{w}");
+    let w = workflow_for("no-python", &["make", "check"]);
+    assert!(w.contains("python-version: \"3.x\""), "{w}");
+    // A real interpreter: its own version.
+    if let Some(py) = common::python() {
+        let out = Command::new(&py)
+            .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+            .output()
+            .unwrap();
+        let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let w = workflow_for("real", &[py.to_str().unwrap(), "-m", "pytest"]);
+        assert!(w.contains(&format!("python-version: \"{v}\"")), "{v}: {w}");
+    }
+}

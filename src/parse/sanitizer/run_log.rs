@@ -122,7 +122,7 @@ pub fn parse_run_log(
             let (snapshot, start) = match last {
                 Some((_, Line::Marker(m))) => (
                     true,
-                    crate::analyze::checkpoints::parse_marker(m).is_some_and(|m| m.kind == "start"),
+                    crate::parse::parse_marker(m).is_some_and(|m| m.kind == "start"),
                 ),
                 _ => (false, false),
             };
