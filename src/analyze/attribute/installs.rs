@@ -70,9 +70,8 @@ fn local_source(json: &str) -> Option<PathBuf> {
     let path = url.strip_prefix("file://")?;
     // `file://localhost/path` is the same as `file:///path`.
     let path = path.strip_prefix("localhost").unwrap_or(path);
-    if v.get("dir_info").is_none() {
-        return None; // an archive (`archive_info`) or a VCS URL
-    }
+    // An archive (`archive_info`) or a VCS URL names no checkout.
+    v.get("dir_info")?;
     Some(PathBuf::from(percent_decode(path)))
 }
 
