@@ -44,6 +44,17 @@ pub use crate::report::Location;
 
 pub use crate::model::is_below_main;
 
+/// The uninitialised bytes CPython leaves by design, each a named rule: the
+/// function whose allocation creates them, and the object and field. An
+/// uninitialised-value error whose origin is one of these is the
+/// interpreter's (`NoiseReason::InterpreterOrigin`) wherever it was used;
+/// no other origin in the interpreter moves an error away from the user's
+/// deciding frame.
+pub const CPYTHON_UNINIT: &[(&str, &str)] = &[(
+    "_PyLong_New",
+    "PyLongObject.ob_digit[0] of the int 0: CPython 3.11's _PyLong_New(0) allocates one digit and leaves it uninitialised, and its small-int lookup (maybe_small_long) reads it",
+)];
+
 /// How a frame's source file relates to the user's roots.
 #[derive(Debug, Clone)]
 enum SourceRes {
@@ -351,7 +362,11 @@ impl Attributor {
     /// The interpreter function that created an uninitialised value, when
     /// the origin stack's innermost frame that is not an allocator (libc's,
     /// Valgrind's, or one of CPython's allocation functions that hand
-    /// uninitialised memory to their caller) lies in the interpreter.
+    /// uninitialised memory to their caller) lies in the interpreter and is
+    /// one of [`CPYTHON_UNINIT`]'s named rules. Any other origin in the
+    /// interpreter (the bytes around a string CPython made, a dead stack
+    /// slot a CPython frame reused) leaves the error with the frame that
+    /// decided it: the user's code read what it should not have.
     fn interpreter_origin(&mut self, origin: &[Frame]) -> Option<String> {
         for f in origin {
             let (class, user_obj) = self.object(&f.obj);
@@ -366,7 +381,10 @@ impl Attributor {
                 if is_python_allocation_api(name) {
                     continue;
                 }
-                return Some(name.to_string());
+                return CPYTHON_UNINIT
+                    .iter()
+                    .any(|(func, _)| *func == name)
+                    .then(|| name.to_string());
             }
             return None;
         }

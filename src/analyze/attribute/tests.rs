@@ -187,8 +187,54 @@ fn uninitialised_values_the_interpreter_made_are_python_noise() {
         assert!(a.is_user(), "{api}: {a:?}");
     }
     // The user's own malloc.
-    let rec = uninit(main, vec![fr(PRELOAD, "malloc", None), user("make", 3)]);
+    let rec = uninit(
+        main.clone(),
+        vec![fr(PRELOAD, "malloc", None), user("make", 3)],
+    );
     assert!(att.attribute(&rec).is_user());
+}
+
+/// Only a named rule (`CPYTHON_UNINIT`) makes an origin in the interpreter
+/// the interpreter's: the user's code reading the bytes around a string
+/// CPython made (a regex engine reading before and after its subject), or a
+/// dead stack slot a CPython frame reused, is the user's.
+#[test]
+fn user_over_reads_of_bytes_cpython_made_stay_the_users() {
+    let (_dir, mut att) = checkout();
+    let ext = "/home/u/proj/ext.so";
+    let user = |f: &str, l| fr(ext, f, Some(("/tmp/b/src", "ext.c", l)));
+    // The read is in the user's code; the bytes are a str CPython decoded.
+    let rec = uninit(
+        vec![user("match_backwards", 5235), user("do_match", 3513)],
+        vec![
+            fr(PRELOAD, "malloc", None),
+            fr(LIBPY, "_PyObject_Malloc", None),
+            fr(LIBPY, "PyUnicode_New", None),
+            fr(LIBPY, "unicode_decode_utf8", None),
+            fr(LIBPY, "PyUnicode_DecodeUTF8Stateful", None),
+        ],
+    );
+    let a = att.attribute(&rec);
+    assert!(a.is_user(), "{a:?}");
+    // A dead stack slot that a CPython frame's allocation reused.
+    let rec = Record {
+        kind: "UninitCondition".into(),
+        stack: vec![user("capture_str", 21530)],
+        aux: vec![crate::model::AuxInfo {
+            text: "Uninitialised value was created by a stack allocation".into(),
+            stack: vec![fr(LIBPY, "_PyEval_EvalFrameDefault", None)],
+        }],
+        ..Record::default()
+    };
+    let a = att.attribute(&rec);
+    assert!(a.is_user(), "{a:?}");
+    // The named rule still holds where the user's code only passed the
+    // zero int on.
+    let rec = uninit(
+        vec![fr(LIBPY, "maybe_small_long", None), user("parse_int", 12)],
+        vec![fr(PRELOAD, "malloc", None), fr(LIBPY, "_PyLong_New", None)],
+    );
+    assert_eq!(att.attribute(&rec).source, Some(Source::Python));
 }
 
 #[test]
