@@ -213,6 +213,15 @@ pub fn library_name(obj: Option<&str>, src: Option<&str>) -> String {
             ObjClass::Other | ObjClass::Unknown | ObjClass::Valgrind
         )
     });
+    // A library's header code inlined into another package's object (NumPy's
+    // `PyArray_GETITEM` compiled into pyBigWig's): the header's package made
+    // the block, not the object's.
+    if let Some(s) = src
+        && let Some(p) = package(s)
+        && obj.and_then(site_package) != Some(p.as_str())
+    {
+        return p;
+    }
     if let Some(o) = from_object {
         return package(o).unwrap_or_else(|| stem(basename(o)).to_string());
     }

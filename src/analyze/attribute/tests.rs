@@ -560,3 +560,20 @@ fn cargo_dependencies_and_rust_names() {
         assert!(!names::is_rust_runtime_name(not), "{not}");
     }
 }
+
+/// A library's header code inlined into another package's object is named
+/// after the header's package (NumPy's `PyArray_GETITEM` in pyBigWig).
+#[test]
+fn a_library_s_inlined_header_names_that_library() {
+    let site = "/venv/lib/python3.11/site-packages";
+    let obj = format!("{site}/pyBigWig.cpython-311-x86_64-linux-gnu.so");
+    let hdr = format!("{site}/numpy/core/include/numpy/ndarraytypes.h");
+    assert_eq!(library_name(Some(&obj), Some(&hdr)), "numpy");
+    // Its own sources, or none: the object's package.
+    let own = "/tmp/build/pyBigWig.c".to_string();
+    assert_eq!(library_name(Some(&obj), Some(&own)), "pyBigWig");
+    assert_eq!(library_name(Some(&obj), None), "pyBigWig");
+    let np = format!("{site}/numpy/core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so");
+    let src = format!("{site}/numpy/core/src/multiarray/shape.c");
+    assert_eq!(library_name(Some(&np), Some(&src)), "numpy");
+}
