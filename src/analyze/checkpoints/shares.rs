@@ -71,6 +71,15 @@ pub(super) fn leak_of(f: &mut Finding, shares: Option<&BTreeMap<Ckpt, (i64, i64)
         let (b, n) = (v.0.max(0) as u64, v.1.max(0) as u64);
         total.0 = total.0.saturating_add(b);
         total.1 = total.1.saturating_add(n);
+        // Bytes grown at exit without a new block (a lost block's indirect
+        // part grew): the final size of blocks an earlier test lost.
+        if kind == "exit"
+            && n == 0
+            && let Some(t) = tests.iter_mut().rev().find(|t| t.blocks > 0)
+        {
+            t.bytes = t.bytes.saturating_add(b);
+            continue;
+        }
         let t = match tests
             .iter_mut()
             .position(|t| t.test == label && t.kind == kind)
@@ -113,7 +122,13 @@ pub(super) fn leak_of(f: &mut Finding, shares: Option<&BTreeMap<Ckpt, (i64, i64)
     let fb = f.bytes.unwrap_or(0);
     let fk = f.blocks.unwrap_or(0);
     if f.is_leak() && (fb > total.0 || fk > total.1) {
-        if let Some(t) = tests.iter_mut().find(|t| t.kind == "outside") {
+        let with_blocks = tests.iter().rposition(|t| t.blocks > 0);
+        if fk <= total.1
+            && let Some(i) = with_blocks
+        {
+            // Only bytes, no block: what the blocks the tests lost grew to.
+            tests[i].bytes = tests[i].bytes.saturating_add(fb - total.0);
+        } else if let Some(t) = tests.iter_mut().find(|t| t.kind == "outside") {
             t.bytes = t.bytes.saturating_add(fb.saturating_sub(total.0));
             t.blocks = t.blocks.saturating_add(fk.saturating_sub(total.1));
         } else {

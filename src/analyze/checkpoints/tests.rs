@@ -313,3 +313,41 @@ fn xdist_workers_are_ordered_like_a_serial_run() {
         ["collection", "t0", "inside t3", "t3", "session finish"]
     );
 }
+
+/// A loss record whose bytes grow after the last checkpoint without a new
+/// block (a lost block's indirect part grew) adds those bytes to the test
+/// that lost it: no "(after the last checkpoint)" entry with 0 blocks.
+#[test]
+fn bytes_grown_at_exit_without_a_block_belong_to_the_test_that_lost_it() {
+    let msgs = vec![
+        "leakgate-checkpoint {\"v\":1,\"kind\":\"test\",\"label\":\"a\",\"rep\":1,\"of\":1}"
+            .to_string(),
+        "leakgate-checkpoint {\"v\":1,\"kind\":\"test\",\"label\":\"b\",\"rep\":1,\"of\":1}"
+            .to_string(),
+    ];
+    let lost = 2u64;
+    let snaps = vec![rec(1, lost, true, 16, 1)];
+    let finals = vec![rec(0, lost, true, 24, 1)];
+    let mut fl = finding("Leak_DefinitelyLost", 24, 1);
+    let key = (lost, Some(1));
+    let mut keyed = vec![(&key, &mut fl)];
+    resolve(
+        &mut keyed,
+        &Inputs {
+            messages: &[&msgs],
+            pids: &[Some(1)],
+            complete: &[true],
+            snaps: &snaps,
+            finals: &finals,
+            errors: &[],
+            hidden_reachable: 0,
+        },
+    )
+    .unwrap();
+    let t: Vec<(&str, u64, u64)> = fl
+        .tests
+        .iter()
+        .map(|t| (t.test.as_str(), t.bytes, t.blocks))
+        .collect();
+    assert_eq!(t, [("a", 24, 1)]);
+}
