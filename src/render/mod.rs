@@ -70,6 +70,25 @@ fn by_kind_phrase(findings: &[&Finding]) -> String {
     parts.join(", ")
 }
 
+/// How to learn whether a leak grows per call: said once per report, where
+/// leaks' growth is unknown (not on every finding).
+pub const GROWTH_HINT: &str = "--repeat 2 or more tells per-call leaks from one-time ones";
+
+/// The user's leaks with tests (checkpoints) whose growth is neither
+/// per-call nor one-time.
+pub fn unknown_growth_leaks(r: &Report) -> u64 {
+    r.findings
+        .iter()
+        .filter(|f| f.is_user() && f.is_leak() && !f.tests.is_empty())
+        .filter(|f| {
+            !matches!(
+                f.growth,
+                Some(crate::report::Growth::PerCall | crate::report::Growth::OneTime)
+            )
+        })
+        .count() as u64
+}
+
 /// Which frames of a stack a person needs to see (the text report prints
 /// the others as `... N frames`, the HTML folds them): the user's frames
 /// and one frame either side; the innermost three when no frame is the
@@ -94,6 +113,27 @@ pub fn shown_frames(frames: &[FrameOut]) -> Vec<bool> {
         }
     }
     keep
+}
+
+/// A run report of `command` with `processes` and `findings`, for the
+/// renderers' unit tests.
+#[cfg(test)]
+pub(crate) fn test_report(
+    command: &[&str],
+    processes: serde_json::Value,
+    findings: Vec<Finding>,
+) -> Report {
+    serde_json::from_value(serde_json::json!({
+        "schema_version": 1,
+        "tool": {"name": "leakgate", "version": "0"},
+        "valgrind": {"version": "3.22.0", "protocol": 4},
+        "mode": "run", "command": command, "environment": [],
+        "target_exit": {"code": 0},
+        "processes": processes, "findings": findings, "notes": [], "src_roots": [],
+        "summary": serde_json::to_value(crate::report::Summary::default()).unwrap(),
+        "verdict": {"status": "pass", "exit_code": 0, "reasons": []},
+    }))
+    .unwrap()
 }
 
 #[cfg(test)]

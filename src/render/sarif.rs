@@ -80,7 +80,7 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
         });
     }
     if r.mode == "run" {
-        run["invocations"][0]["commandLine"] = json!(r.command.join(" "));
+        run["invocations"][0]["commandLine"] = json!(crate::util::shell_join(&r.command));
     }
     let doc = json!({
         "$schema": SCHEMA_URI,

@@ -24,6 +24,15 @@ pub(super) fn user_section(o: &mut String, r: &Report, src: &mut Sources, contex
             "<p class=\"empty\">Nothing in your code: every record leakgate read was noise or suppressed.</p>\n",
         );
     }
+    let unknown = crate::render::unknown_growth_leaks(r);
+    if unknown > 0 {
+        let _ = writeln!(
+            o,
+            "<p class=\"muted\">Growth unknown for {}: {}.</p>",
+            plural(unknown, "leak", "leaks"),
+            esc(crate::render::GROWTH_HINT)
+        );
+    }
     for (i, f) in user.iter().take(MAX_USER_CARDS).enumerate() {
         card(o, i + 1, f, src, context);
     }
@@ -109,7 +118,8 @@ pub(super) fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, con
                 plural(pc.blocks, "block", "blocks")
             ),
             (Some("one_time"), _) => "one-time: grew once and not again".to_string(),
-            _ => "growth unknown (--repeat 2 or more tells)".to_string(),
+            // Why it is unknown is said once, above the cards.
+            _ => "grew in:".to_string(),
         };
         let _ = writeln!(
             o,
