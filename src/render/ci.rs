@@ -69,9 +69,10 @@ fn shown_path(path: &str, repo_root: Option<&Path>, cwd: Option<&Path>) -> Strin
         .unwrap_or_else(|| path.to_string())
 }
 
-/// The user findings, in report order.
+/// The user findings to fix, in report order (indirectly lost blocks a
+/// gated definite leak owns are that leak's: `indirect_parts`).
 pub fn user_findings(r: &Report) -> Vec<&Finding> {
-    r.findings.iter().filter(|f| f.is_user()).collect()
+    r.findings.iter().filter(|f| f.is_user_shown()).collect()
 }
 
 /// Why a user finding does not fail, one of a few reasons.

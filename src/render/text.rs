@@ -203,7 +203,7 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
     for reason in &r.verdict.reasons {
         let _ = writeln!(o, "  - {reason}");
     }
-    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
+    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user_shown()).collect();
     by_test(&mut o, r, &user, &st);
     for (i, f) in user.iter().enumerate() {
         let _ = writeln!(o);
@@ -217,19 +217,10 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         }
         let amount = if f.is_leak() {
             let bytes = f.bytes.unwrap_or(0);
-            // The summary counts direct bytes (as Valgrind's leak summary
-            // does): say how the header's total splits when they differ.
-            let split = match f.direct_bytes {
-                Some(d) if d != bytes => format!(
-                    " ({} direct, {} indirect)",
-                    thousands(d),
-                    thousands(bytes.saturating_sub(d))
-                ),
-                _ => String::new(),
-            };
+            // How the total splits, in the summary line's words.
             format!(
-                "{}{split} in {}",
-                plural(bytes, "byte", "bytes"),
+                "{} in {}",
+                crate::render::bytes_split(bytes, f.direct_bytes.unwrap_or(bytes)),
                 plural(f.blocks.unwrap_or(0), "block", "blocks")
             )
         } else {
@@ -291,6 +282,13 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
                 }
                 _ => {}
             }
+        }
+        for p in &f.indirect_parts {
+            let _ = writeln!(
+                o,
+                "     with it, indirectly lost: {}",
+                crate::render::indirect_part_text(p)
+            );
         }
         if let Some(n) = &f.location_note {
             let _ = writeln!(o, "     note: {n}");
@@ -435,12 +433,15 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     let u = &r.summary.user;
+    // The findings' own words: a definite leak's bytes with the indirect
+    // blocks it owns, and the indirect findings it owns not counted again.
+    let (lost, direct, _) = crate::render::definitely_lost(r);
     let _ = writeln!(
         o,
-        "summary: {} read; yours: {} ({} bytes definitely lost, {}); noise: {}; suppressed: {}",
+        "summary: {} read; yours: {} ({} definitely lost, {}); noise: {}; suppressed: {}",
         plural(r.summary.records, "record", "records"),
-        plural(u.findings, "finding", "findings"),
-        thousands(u.definitely_lost.bytes),
+        plural(user.len() as u64, "finding", "findings"),
+        crate::render::bytes_split(lost, direct),
         plural(u.errors, "error", "errors"),
         plural(noise.findings, "finding", "findings"),
         thousands(r.summary.suppressed.records)

@@ -13,7 +13,7 @@ use crate::util::{plural, thousands};
 pub const MAX_USER_CARDS: usize = 200;
 
 pub(super) fn user_section(o: &mut String, r: &Report, src: &mut Sources, context: u32) {
-    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
+    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user_shown()).collect();
     let _ = writeln!(
         o,
         "<section id=\"findings\">\n<h2>Your findings <span class=\"count\">{}</span></h2>",
@@ -107,6 +107,13 @@ pub(super) fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, con
                 MAX_NAME_CHARS,
                 "fn"
             )
+        );
+    }
+    for p in &f.indirect_parts {
+        let _ = writeln!(
+            o,
+            "<p class=\"what\">with it, indirectly lost: {}</p>",
+            esc(&crate::render::indirect_part_text(p))
         );
     }
     if !f.tests.is_empty() {
