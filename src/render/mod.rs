@@ -125,12 +125,18 @@ pub fn indirect_part_text(p: &crate::report::IndirectPart) -> String {
 /// leaks' growth is unknown (not on every finding).
 pub const GROWTH_HINT: &str = "--repeat 2 or more tells per-call leaks from one-time ones";
 
-/// The user's leaks with tests (checkpoints) whose growth is neither
-/// per-call nor one-time.
+/// The user's leaks grown in a test or `checkpoint()` whose growth is
+/// neither per-call nor one-time (`--repeat` can tell those; not a leak
+/// seen only before the first test or at exit, which run once).
 pub fn unknown_growth_leaks(r: &Report) -> u64 {
     r.findings
         .iter()
-        .filter(|f| f.is_user() && f.is_leak() && !f.tests.is_empty())
+        .filter(|f| f.is_user_shown() && f.is_leak())
+        .filter(|f| {
+            f.tests
+                .iter()
+                .any(|t| matches!(t.kind.as_str(), "test" | "checkpoint"))
+        })
         .filter(|f| {
             !matches!(
                 f.growth,
