@@ -222,6 +222,7 @@ fn per_test_cases<'a>(
                 body.push_str(&format!("    {src}\n"));
             }
             body.push_str(&ci::stack_text(f));
+            body.push_str(&ci::indirect_parts_text(f));
             body.push_str(&ci::aux_stacks_text(f));
             body.push_str(&format!("fingerprint: {}\n\n", f.fingerprint));
             if f.fails {
@@ -288,6 +289,7 @@ fn cases(r: &Report, ctx: &CiContext) -> Vec<Case> {
         }
         body.push_str("stack:\n");
         body.push_str(&ci::stack_text(f));
+        body.push_str(&ci::indirect_parts_text(f));
         body.push_str(&ci::aux_stacks_text(f));
         if let Some(state) = &f.baseline {
             body.push_str(&format!("baseline: {state}\n"));

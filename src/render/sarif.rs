@@ -146,6 +146,12 @@ fn result(r: &Report, ctx: &CiContext, f: &Finding, rule_index: usize) -> Value 
     if let Some(src) = ci::source(f) {
         text.push_str(&format!(": `{src}`"));
     }
+    for p in &f.indirect_parts {
+        text.push_str(&format!(
+            "; with it, indirectly lost: {}",
+            crate::render::indirect_part_text(p)
+        ));
+    }
     if let Some(why) = ci::why_not_failing(r, f) {
         text.push_str(&format!(". {why}"));
     }
