@@ -363,6 +363,26 @@ pub struct Finding {
     /// false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub at_import: bool,
+    /// A user `Leak_IndirectlyLost` finding whose blocks a gated definite
+    /// leak owns: the owner's `fingerprint`. Set by the gate, with `gated`
+    /// false (the owner's bytes hold it); renderers show it under its owner
+    /// (`indirect_parts`), not as a finding of its own (`gate/indirect.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub indirect_of: Option<String>,
+    /// A gated definite leak: the indirect findings it owns, in report order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indirect_parts: Vec<IndirectPart>,
+}
+
+/// An indirectly lost finding shown under the definite leak that owns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndirectPart {
+    /// The indirect finding's `fingerprint`.
+    pub fingerprint: String,
+    pub bytes: u64,
+    pub blocks: u64,
+    /// Where its blocks were allocated (the indirect finding's `location`).
+    pub location: Option<Location>,
 }
 
 /// An auxiliary description with its stack (`<auxwhat>` or `<xauxwhat>`
@@ -476,6 +496,12 @@ impl Finding {
     /// Known from the baseline.
     pub fn is_known(&self) -> bool {
         self.baseline == Some(BaselineState::Known)
+    }
+    /// A user finding a person must fix, shown as one: the user's, and not
+    /// indirectly lost blocks that a gated definite leak owns
+    /// (`indirect_of`: shown under that leak).
+    pub fn is_user_shown(&self) -> bool {
+        self.is_user() && self.indirect_of.is_none()
     }
 }
 

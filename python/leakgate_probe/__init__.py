@@ -310,7 +310,11 @@ def sanitizer_process_line(forked=False):
     san = _sanitizer()
     if san is None or _in_checker_fork:
         return
-    d = {"pid": os.getpid(), "ppid": os.getppid(), "argv": list(sys.argv), "forked": forked}
+    # The whole command line, interpreter first, as Valgrind's <argv> has it:
+    # sys.argv lacks the interpreter, and while ``python -m pytest`` starts
+    # it reads ``['-m', ...]`` without the module's name.
+    argv = list(getattr(sys, "orig_argv", None) or [sys.executable] + sys.argv)
+    d = {"pid": os.getpid(), "ppid": os.getppid(), "argv": argv, "forked": forked}
     text = PROCESS_PREFIX + json.dumps(d, ensure_ascii=True, separators=(",", ":"))
     san[0](text.replace("%", "\\u0025").encode("ascii"))
 

@@ -661,6 +661,8 @@ fn new_finding(rec: &Record, att: &Attribution, fp: u64) -> Finding {
         per_call: None,
         fails: false,
         at_import: user && super::import_time::made_at_import(rec),
+        indirect_of: None,
+        indirect_parts: Vec::new(),
     }
 }
 

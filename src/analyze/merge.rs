@@ -172,7 +172,10 @@ fn regrow(f: &mut Finding) {
     let mut per_call = None;
     let (mut one_time, mut unknown) = (false, false);
     for t in &f.tests {
-        match t.growth {
+        // Shares outside the tests ran once: saved reports from before
+        // called them one-time, which nothing measured.
+        let outside = matches!(t.kind.as_str(), "start" | "finish" | "exit" | "outside");
+        match t.growth.filter(|_| !outside) {
             Some(Growth::PerCall) => {
                 if per_call.is_none() {
                     per_call = match t.kind.as_str() {

@@ -265,6 +265,8 @@ pub fn cuda_ipc_findings(hits: &[(u64, String, u64)]) -> Vec<Finding> {
             per_call: None,
             fails: false,
             at_import: false,
+            indirect_of: None,
+            indirect_parts: Vec::new(),
         })
         .collect()
 }

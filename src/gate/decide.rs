@@ -60,6 +60,7 @@ pub fn mark(policy: &Policy, findings: &mut [Finding]) {
     for f in findings.iter_mut() {
         f.gated = Some(policy.gates(f));
     }
+    super::indirect::fold(findings);
     set_fails(findings, policy.max_leaked_bytes);
 }
 
@@ -87,11 +88,17 @@ pub fn gated_leaked_bytes(findings: &[Finding]) -> u64 {
 /// in the JSON; reports from before policies have no `gated` either, and get
 /// the default policy's.
 pub fn restore(report: &mut Report) {
+    let before_policies = report.findings.iter().any(|f| f.gated.is_none());
     for f in &mut report.findings {
         if f.gated.is_none() {
             f.gated =
                 Some(f.is_user() && f.kind.gated_by_default() && !f.is_known() && !f.at_import);
         }
+    }
+    // A report gated by this version keeps its `indirect_of` marks; one
+    // from before gets them as the default policy would set them.
+    if before_policies {
+        super::indirect::fold(&mut report.findings);
     }
     let max = report.policy.as_ref().and_then(|p| p.max_leaked_bytes);
     set_fails(&mut report.findings, max);
@@ -106,8 +113,9 @@ pub fn grows_per_call(f: &Finding) -> bool {
 }
 
 /// Leaked bytes a leak finding contributes to `--max-leaked-bytes`: its
-/// direct bytes, so that a definite leak's indirect blocks, which are their
-/// own `Leak_IndirectlyLost` findings, are not counted twice.
+/// bytes as the finding shows them (a definite leak's with the indirect
+/// blocks it owns). The indirect findings a gated definite leak owns are
+/// not gated (`indirect_of`), so their bytes are not counted twice.
 pub fn leaked_bytes(f: &Finding) -> u64 {
-    f.direct_bytes.or(f.bytes).unwrap_or(0)
+    f.bytes.or(f.direct_bytes).unwrap_or(0)
 }

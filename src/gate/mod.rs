@@ -6,11 +6,16 @@
 //! finding's gate state; a saved report gets its marks back with
 //! [`restore`].
 //!
+//! A definite leak's indirectly lost blocks are one thing to fix with it:
+//! `indirect` folds the user's indirect findings into the gated definite
+//! leak that owns them (`indirect_of`, not gated again).
+//!
 //! [`policy`] is the `--fail-on` vocabulary, [`baseline`] the `--baseline`
 //! comparison (which marks findings `new`/`known` before the gate).
 
 pub mod baseline;
 mod decide;
+mod indirect;
 pub mod policy;
 mod verdict;
 

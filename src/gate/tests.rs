@@ -326,3 +326,129 @@ fn leaks_made_at_import_are_gated_only_with_import() {
     // `all` includes it.
     assert!(FailOn::parse("all").unwrap().import);
 }
+
+/// A user leak of `kind` in pid 7: `bytes` of which `direct`, at a line of
+/// `function`.
+fn leak_in(kind: &str, fp: &str, function: &str, bytes: u64, direct: u64) -> Finding {
+    Finding {
+        fingerprint: fp.into(),
+        bytes: Some(bytes),
+        direct_bytes: Some(direct),
+        blocks: Some(1),
+        pids: vec![7],
+        location: Some(crate::report::Location {
+            function: Some(function.into()),
+            file: Some("m.c".into()),
+            path: None,
+            line: Some(1),
+            object: None,
+            generated: None,
+        }),
+        ..user(kind, direct)
+    }
+}
+
+#[test]
+fn an_indirect_leak_a_gated_definite_leak_owns_is_not_gated_again() {
+    // Two bugs: a tree (16 direct + 32 indirect) and a list (40 + 136):
+    // four records, two findings to fix.
+    let mut fs = vec![
+        leak_in("Leak_DefinitelyLost", "tree", "make_tree", 48, 16),
+        leak_in("Leak_DefinitelyLost", "list", "make_list", 176, 40),
+        leak_in("Leak_IndirectlyLost", "leaf", "make_tree", 32, 32),
+        leak_in("Leak_IndirectlyLost", "node", "make_list", 136, 136),
+    ];
+    let p = Policy::default();
+    mark(&p, &mut fs);
+    let marks: Vec<(bool, bool)> = fs.iter().map(|f| (f.is_gated(), f.fails)).collect();
+    assert_eq!(
+        marks,
+        [(true, true), (true, true), (false, false), (false, false)]
+    );
+    assert_eq!(fs[2].indirect_of.as_deref(), Some("tree"));
+    assert_eq!(fs[3].indirect_of.as_deref(), Some("list"));
+    assert_eq!(fs[0].indirect_parts.len(), 1);
+    assert_eq!(fs[0].indirect_parts[0].fingerprint, "leaf");
+    assert_eq!(fs.iter().filter(|f| f.is_user_shown()).count(), 2);
+    let v = verdict(&p, &fs, &[], Some(&ExitStatus::Code(0)), &[]);
+    assert!(
+        v.reasons[0].contains("2 gated findings in your code (2 Leak_DefinitelyLost)"),
+        "{:?}",
+        v.reasons
+    );
+    // --max-leaked-bytes counts what the findings show: 48 + 176, once.
+    assert_eq!(gated_leaked_bytes(&fs), 224);
+    let q = Policy {
+        max_leaked_bytes: Some(224),
+        ..Policy::default()
+    };
+    mark(&q, &mut fs);
+    assert!(fs.iter().all(|f| !f.fails));
+    let q = Policy {
+        max_leaked_bytes: Some(223),
+        ..Policy::default()
+    };
+    mark(&q, &mut fs);
+    assert!(fs[0].fails && fs[1].fails && !fs[2].fails);
+}
+
+#[test]
+fn an_indirect_leak_without_a_gated_owner_still_fails() {
+    let tree = || {
+        vec![
+            leak_in("Leak_DefinitelyLost", "tree", "make_tree", 48, 16),
+            leak_in("Leak_IndirectlyLost", "leaf", "make_tree", 32, 32),
+        ]
+    };
+    // The owner is known from the baseline: the indirect leak is new.
+    let mut fs = tree();
+    fs[0].baseline = Some(crate::report::BaselineState::Known);
+    mark(&Policy::default(), &mut fs);
+    assert!(fs[1].fails && fs[1].indirect_of.is_none());
+    // --fail-on indirect: the owner is not gated.
+    let mut fs = tree();
+    let p = Policy {
+        fail_on: FailOn::parse("indirect").unwrap(),
+        ..Policy::default()
+    };
+    mark(&p, &mut fs);
+    assert_eq!((fs[0].fails, fs[1].fails), (false, true));
+    // The owner is noise: nothing of the user's owns the block.
+    let mut fs = tree();
+    fs[0].category = Category::Noise;
+    mark(&Policy::default(), &mut fs);
+    assert!(fs[1].fails && fs[1].indirect_of.is_none());
+    // More indirect bytes than the owner holds: not its own.
+    let mut fs = tree();
+    fs[1].bytes = Some(40);
+    mark(&Policy::default(), &mut fs);
+    assert!(fs[1].fails && fs[1].indirect_of.is_none());
+    // Another process's definite leak does not own it.
+    let mut fs = tree();
+    fs[1].pids = vec![8];
+    mark(&Policy::default(), &mut fs);
+    assert!(fs[1].fails && fs[1].indirect_of.is_none());
+    // Gated again (a saved report): the marks are set afresh.
+    let mut fs = tree();
+    mark(&Policy::default(), &mut fs);
+    assert!(fs[1].indirect_of.is_some());
+    let p = Policy {
+        fail_on: FailOn::parse("indirect").unwrap(),
+        ..Policy::default()
+    };
+    mark(&p, &mut fs);
+    assert!(fs[1].fails && fs[1].indirect_of.is_none() && fs[0].indirect_parts.is_empty());
+}
+
+#[test]
+fn owners_that_share_the_indirect_leaks_function_are_tried_first() {
+    let mut fs = vec![
+        leak_in("Leak_DefinitelyLost", "a", "make_a", 48, 16),
+        leak_in("Leak_DefinitelyLost", "b", "make_b", 48, 16),
+        leak_in("Leak_IndirectlyLost", "b_leaf", "make_b", 32, 32),
+        leak_in("Leak_IndirectlyLost", "a_leaf", "make_a", 32, 32),
+    ];
+    mark(&Policy::default(), &mut fs);
+    assert_eq!(fs[2].indirect_of.as_deref(), Some("b"));
+    assert_eq!(fs[3].indirect_of.as_deref(), Some("a"));
+}

@@ -46,6 +46,12 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
         if let Some(src) = ci::source(f) {
             msg.push_str(&format!("\n    {src}"));
         }
+        for p in &f.indirect_parts {
+            msg.push_str(&format!(
+                "\nwith it, indirectly lost: {}",
+                crate::render::indirect_part_text(p)
+            ));
+        }
         if let Some(why) = ci::why_not_failing(r, f) {
             msg.push_str(&format!("\n{why}"));
         }

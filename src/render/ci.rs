@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::kind::Kind;
 use crate::report::{Finding, FrameOut, Report};
-use crate::util::{fnv1a, thousands};
+use crate::util::{fnv1a, plural};
 
 /// Where the repository is, for relative paths (`--repo-root`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -23,6 +23,14 @@ impl<'a> CiContext<'a> {
     /// `path` relative to the repository root, when it lies inside it.
     pub fn relative(&self, path: &str) -> Option<String> {
         crate::gate::baseline::relative_to(path, self.repo_root)
+    }
+
+    /// A file of the run (the baseline) for people: relative to the
+    /// repository root, else to the current directory, when inside it; else
+    /// as given.
+    pub fn file_shown(&self, path: &str) -> String {
+        let cwd = std::env::current_dir().ok();
+        shown_path(path, self.repo_root, cwd.as_deref())
     }
 
     /// The repository-relative path of a finding's location, if inside.
@@ -47,37 +55,121 @@ impl<'a> CiContext<'a> {
     }
 }
 
-/// The user findings, in report order.
+/// `path` relative to `repo_root`, else to `cwd`, when inside one of
+/// them (`.` for the directory itself); else `path`.
+fn shown_path(path: &str, repo_root: Option<&Path>, cwd: Option<&Path>) -> String {
+    [repo_root, cwd]
+        .into_iter()
+        .flatten()
+        .find_map(|dir| Path::new(path).strip_prefix(dir).ok())
+        .map(|rel| match rel.to_string_lossy() {
+            r if r.is_empty() => ".".to_string(),
+            r => r.into_owned(),
+        })
+        .unwrap_or_else(|| path.to_string())
+}
+
+/// The user findings to fix, in report order (indirectly lost blocks a
+/// gated definite leak owns are that leak's: `indirect_parts`).
 pub fn user_findings(r: &Report) -> Vec<&Finding> {
-    r.findings.iter().filter(|f| f.is_user()).collect()
+    r.findings.iter().filter(|f| f.is_user_shown()).collect()
+}
+
+/// Why a user finding does not fail, one of a few reasons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum NotFailing {
+    Known,
+    WithinMax,
+    AtImport,
+    /// Its kind is not in `--fail-on`.
+    NotInFailOn(String),
+}
+
+fn not_failing(f: &Finding) -> Option<NotFailing> {
+    if f.fails {
+        None
+    } else if f.is_known() {
+        Some(NotFailing::Known)
+    } else if f.is_gated() {
+        Some(NotFailing::WithinMax)
+    } else if f.at_import {
+        Some(NotFailing::AtImport)
+    } else {
+        Some(NotFailing::NotInFailOn(f.kind.to_string()))
+    }
+}
+
+/// The `--fail-on` list the report was gated with.
+fn fail_on_list(r: &Report) -> String {
+    r.policy
+        .as_ref()
+        .map(|p| p.fail_on.join(","))
+        .unwrap_or_else(|| crate::gate::policy::DEFAULT_FAIL_ON.into())
 }
 
 /// Why a user finding does not fail, for people (None if it fails).
 pub fn why_not_failing(r: &Report, f: &Finding) -> Option<String> {
-    if f.fails {
-        return None;
-    }
-    if f.is_known() {
-        return Some("known from the baseline: reported, not gated".into());
-    }
-    if f.is_gated() {
-        return Some("within --max-leaked-bytes: reported, not gated".into());
-    }
-    if f.at_import {
-        return Some(format!(
+    Some(match not_failing(f)? {
+        NotFailing::Known => "known from the baseline: reported, not gated".into(),
+        NotFailing::WithinMax => "within --max-leaked-bytes: reported, not gated".into(),
+        NotFailing::AtImport => format!(
             "{}: reported, not gated (add `import` to --fail-on to gate it)",
             crate::analyze::import_time::GROUP
-        ));
+        ),
+        NotFailing::NotInFailOn(kind) => format!(
+            "reported, not gated: {kind} is not in --fail-on {}",
+            fail_on_list(r)
+        ),
+    })
+}
+
+/// Why none of `fs` fails, each reason said once: as
+/// [`why_not_failing`] for one reason, else `reported, not gated: ` and
+/// the reasons (`Leak_PossiblyLost and Leak_StillReachable are not in
+/// --fail-on definite,indirect,errors; known from the baseline`).
+pub fn why_none_fails(r: &Report, fs: &[&Finding]) -> String {
+    let mut why: Vec<NotFailing> = Vec::new();
+    for w in fs.iter().filter_map(|f| not_failing(f)) {
+        if !why.contains(&w) {
+            why.push(w);
+        }
     }
-    let list = r
-        .policy
-        .as_ref()
-        .map(|p| p.fail_on.join(","))
-        .unwrap_or_else(|| crate::gate::policy::DEFAULT_FAIL_ON.into());
-    Some(format!(
-        "reported, not gated: {} is not in --fail-on {list}",
-        f.kind
-    ))
+    if why.len() <= 1 {
+        return fs
+            .iter()
+            .find_map(|f| why_not_failing(r, f))
+            .unwrap_or_default();
+    }
+    let kinds: Vec<&str> = why
+        .iter()
+        .filter_map(|w| match w {
+            NotFailing::NotInFailOn(k) => Some(k.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut parts: Vec<String> = Vec::new();
+    let mut kinds_said = false;
+    for w in &why {
+        match w {
+            NotFailing::Known => parts.push("known from the baseline".into()),
+            NotFailing::WithinMax => parts.push("within --max-leaked-bytes".into()),
+            NotFailing::AtImport => parts.push(format!(
+                "{} (add `import` to --fail-on to gate them)",
+                crate::analyze::import_time::GROUP
+            )),
+            NotFailing::NotInFailOn(_) if !kinds_said => {
+                kinds_said = true;
+                let list = match kinds.as_slice() {
+                    [one] => format!("{one} is"),
+                    [init @ .., last] => format!("{} and {last} are", init.join(", ")),
+                    [] => unreachable!("a NotInFailOn reason names its kind"),
+                };
+                parts.push(format!("{list} not in --fail-on {}", fail_on_list(r)));
+            }
+            NotFailing::NotInFailOn(_) => {}
+        }
+    }
+    format!("reported, not gated: {}", parts.join("; "))
 }
 
 /// `leak_kinds.c:12`, `leak_kinds.c`, the object, or `???`.
@@ -117,7 +209,8 @@ pub fn function(f: &Finding) -> &str {
 }
 
 /// What the finding is, in one line: `64 bytes in 1 block definitely lost
-/// in leak_definite` or Valgrind's message for errors.
+/// in leak_definite` (`48 bytes (16 direct, 32 indirect) in 1 block ...`
+/// as the text report says it) or Valgrind's message for errors.
 pub fn headline(f: &Finding) -> String {
     if f.is_leak() {
         let bytes = f.bytes.unwrap_or(0);
@@ -130,11 +223,9 @@ pub fn headline(f: &Finding) -> String {
             _ => "lost",
         };
         format!(
-            "{} {} in {} {} {how} in {}",
-            thousands(bytes),
-            if bytes == 1 { "byte" } else { "bytes" },
-            thousands(blocks),
-            if blocks == 1 { "block" } else { "blocks" },
+            "{} in {} {how} in {}",
+            crate::render::bytes_split(bytes, f.direct_bytes.unwrap_or(bytes)),
+            plural(blocks, "block", "blocks"),
             function(f)
         )
     } else {
@@ -193,6 +284,21 @@ pub fn aux_stacks_text(f: &Finding) -> String {
     s
 }
 
+/// The indirectly lost findings a definite leak owns, one line each
+/// (`with it, indirectly lost: 32 bytes in 1 block at leak_kinds.c:37 in
+/// leak_indirect`); empty when none.
+pub fn indirect_parts_text(f: &Finding) -> String {
+    f.indirect_parts
+        .iter()
+        .map(|p| {
+            format!(
+                "with it, indirectly lost: {}\n",
+                crate::render::indirect_part_text(p)
+            )
+        })
+        .collect()
+}
+
 /// The source line at the finding's location, trimmed.
 pub fn source(f: &Finding) -> Option<&str> {
     f.source_line
@@ -249,9 +355,9 @@ pub fn noise_line(r: &Report) -> String {
         .iter()
         .map(|(k, n)| {
             let bytes = noise.bytes_by_source.get(k).copied().unwrap_or(0);
-            let recs = format!("{} record{}", thousands(*n), if *n == 1 { "" } else { "s" });
+            let recs = plural(*n, "record", "records");
             if bytes > 0 {
-                format!("{k}: {recs} ({} bytes)", thousands(bytes))
+                format!("{k}: {recs} ({})", plural(bytes, "byte", "bytes"))
             } else {
                 format!("{k}: {recs}")
             }
@@ -363,5 +469,78 @@ mod tests {
         assert_eq!(ctx.relative("/repo/src/a.c").as_deref(), Some("src/a.c"));
         assert_eq!(ctx.relative("/elsewhere/a.c"), None);
         assert_eq!(ctx.relative("a.c"), None);
+    }
+
+    #[test]
+    fn files_are_shown_relative_to_the_repository_or_the_current_directory() {
+        let (repo, cwd) = (Some(Path::new("/repo")), Some(Path::new("/work/ci")));
+        assert_eq!(
+            shown_path("/repo/.leakgate/b.json", repo, cwd),
+            ".leakgate/b.json"
+        );
+        assert_eq!(shown_path("/work/ci/b.json", repo, cwd), "b.json");
+        assert_eq!(shown_path("/work/ci/b.json", None, cwd), "b.json");
+        assert_eq!(shown_path("/tmp/b.json", repo, cwd), "/tmp/b.json");
+        assert_eq!(shown_path("b.json", repo, cwd), "b.json");
+    }
+
+    #[test]
+    fn ci_outputs_show_an_indirect_part_under_its_leak_only() {
+        use crate::report::{Category, Kind, Location};
+        let leak = |kind: Kind, fp: &str, line: u32, bytes: u64, direct: u64| Finding {
+            fingerprint: fp.into(),
+            kind,
+            category: Category::User,
+            bytes: Some(bytes),
+            direct_bytes: Some(direct),
+            blocks: Some(1),
+            pids: vec![7],
+            location: Some(Location {
+                function: Some("make_tree".into()),
+                file: Some("m.c".into()),
+                path: None,
+                line: Some(line),
+                object: None,
+                generated: None,
+            }),
+            ..Finding::default()
+        };
+        let mut fs = vec![
+            leak(Kind::DefinitelyLost, "tree", 3, 48, 16),
+            leak(Kind::IndirectlyLost, "leaf", 4, 32, 32),
+        ];
+        crate::gate::mark(&crate::gate::Policy::default(), &mut fs);
+        let r = crate::render::test_report(&["t"], serde_json::json!([]), fs);
+        assert_eq!(user_findings(&r).len(), 1);
+        assert_eq!(
+            headline(user_findings(&r)[0]),
+            "48 bytes (16 direct, 32 indirect) in 1 block definitely lost in make_tree"
+        );
+        let ctx = CiContext::default();
+        let part = "with it, indirectly lost: 32 bytes in 1 block at m.c:4 in make_tree";
+        for (name, out) in [
+            ("junit", crate::render::junit::render(&r, &ctx)),
+            ("sarif", crate::render::sarif::render(&r, &ctx)),
+            ("annotations", crate::render::annotations::render(&r, &ctx)),
+            ("codequality", crate::render::codequality::render(&r, &ctx)),
+        ] {
+            assert!(out.contains(part), "{name}: {out}");
+            assert!(!out.contains("Leak_IndirectlyLost"), "{name}: {out}");
+        }
+    }
+
+    #[test]
+    fn the_markdown_summary_names_the_baseline_relative_to_the_repository() {
+        let mut r = crate::render::test_report(&["t"], serde_json::json!([]), Vec::new());
+        r.baseline = Some(crate::report::BaselineOut {
+            file: "/repo/.leakgate/baseline.json".into(),
+            entries: 0,
+            new: 0,
+            known: 0,
+            fixed: Vec::new(),
+        });
+        let md = crate::render::markdown::render(&r, &CiContext::new(Some(Path::new("/repo"))));
+        assert!(md.contains("Baseline `.leakgate/baseline.json`: "), "{md}");
+        assert!(!md.contains("/repo/"), "{md}");
     }
 }

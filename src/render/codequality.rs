@@ -47,6 +47,10 @@ fn issue(r: &Report, ctx: &CiContext, f: &Finding) -> Value {
     }
     let (short, full) = ci::kind_help(&f.kind);
     let mut body = format!("{full}\n\nStack:\n```\n{}```\n", ci::stack_text(f));
+    let parts = ci::indirect_parts_text(f);
+    if !parts.is_empty() {
+        body.push_str(&format!("\n{parts}"));
+    }
     if let Some(why) = ci::why_not_failing(r, f) {
         body.push_str(&format!("\n{why}\n"));
     }

@@ -20,6 +20,7 @@ use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 use crate::model::ExitStatus;
 use crate::render::ci::{self, CiContext};
 use crate::report::{Growth, Report};
+use crate::util::plural;
 
 /// One testcase before writing.
 struct Case {
@@ -189,7 +190,7 @@ fn per_test_cases<'a>(
     for test in tests {
         let mut failing = Vec::new();
         let mut body = String::new();
-        let mut skipped_why = Vec::new();
+        let mut passing = Vec::new();
         for f in user {
             let Some(t) = f.tests.iter().find(|t| t.kind == "test" && t.test == test) else {
                 continue;
@@ -200,8 +201,10 @@ fn per_test_cases<'a>(
             let place = ci::place(ctx, f);
             if f.is_leak() {
                 body.push_str(&format!(
-                    "{} at {place}: +{} bytes in {} blocks in this test",
-                    f.kind, t.bytes, t.blocks
+                    "{} at {place}: +{} in {} in this test",
+                    f.kind,
+                    plural(t.bytes, "byte", "bytes"),
+                    plural(t.blocks, "block", "blocks")
                 ));
             } else {
                 body.push_str(&format!(
@@ -211,8 +214,9 @@ fn per_test_cases<'a>(
             }
             match (t.growth.map(Growth::as_str), &f.per_call) {
                 (Some("per_call"), Some(pc)) => body.push_str(&format!(
-                    ", {} bytes ({} blocks) per call\n",
-                    pc.bytes, pc.blocks
+                    ", {} ({}) per call\n",
+                    plural(pc.bytes, "byte", "bytes"),
+                    plural(pc.blocks, "block", "blocks")
                 )),
                 (Some(g), _) => body.push_str(&format!(" ({g})\n")),
                 _ => body.push('\n'),
@@ -221,11 +225,13 @@ fn per_test_cases<'a>(
                 body.push_str(&format!("    {src}\n"));
             }
             body.push_str(&ci::stack_text(f));
+            body.push_str(&ci::indirect_parts_text(f));
             body.push_str(&ci::aux_stacks_text(f));
             body.push_str(&format!("fingerprint: {}\n\n", f.fingerprint));
-            match ci::why_not_failing(r, f) {
-                None => failing.push(*f),
-                Some(why) => skipped_why.push(why),
+            if f.fails {
+                failing.push(*f);
+            } else {
+                passing.push(*f);
             }
         }
         let (classname, name, file) = pytest_names(test);
@@ -243,7 +249,7 @@ fn per_test_cases<'a>(
                 body: body.clone(),
             },
             None => Outcome::Skipped {
-                message: skipped_why.join("; "),
+                message: ci::why_none_fails(r, &passing),
             },
         };
         let skipped = matches!(outcome, Outcome::Skipped { .. });
@@ -286,6 +292,7 @@ fn cases(r: &Report, ctx: &CiContext) -> Vec<Case> {
         }
         body.push_str("stack:\n");
         body.push_str(&ci::stack_text(f));
+        body.push_str(&ci::indirect_parts_text(f));
         body.push_str(&ci::aux_stacks_text(f));
         if let Some(state) = &f.baseline {
             body.push_str(&format!("baseline: {state}\n"));
@@ -346,7 +353,7 @@ fn cases(r: &Report, ctx: &CiContext) -> Vec<Case> {
             outcome: Outcome::Failure {
                 kind: "target_exit".into(),
                 message: what.clone(),
-                body: format!("{what}: {}", r.command.join(" ")),
+                body: format!("{what}: {}", crate::util::shell_join(&r.command)),
             },
             system_out: None,
         });
@@ -368,7 +375,7 @@ fn properties(r: &Report) -> Vec<(String, String)> {
     let mut p = vec![
         ("leakgate.version".to_string(), r.tool.version.clone()),
         ("mode".into(), r.mode.clone()),
-        ("command".into(), r.command.join(" ")),
+        ("command".into(), crate::util::shell_join(&r.command)),
         ("verdict".into(), r.verdict.status.to_string()),
         ("exit_code".into(), r.verdict.exit_code.to_string()),
     ];
@@ -400,8 +407,8 @@ fn system_out(r: &Report) -> String {
     o.push_str(&format!("noise (not yours): {}\n", ci::noise_line(r)));
     if r.summary.suppressed.records > 0 {
         o.push_str(&format!(
-            "suppressed: {} records\n",
-            r.summary.suppressed.records
+            "suppressed: {}\n",
+            plural(r.summary.suppressed.records, "record", "records")
         ));
     }
     if let Some(b) = &r.baseline {
@@ -444,6 +451,62 @@ mod tests {
             )
         );
         assert_eq!(pytest_names("test_y.py::test_c").1, "test_c".to_string());
+    }
+
+    #[test]
+    fn a_skipped_test_says_each_reason_once_in_plural_words() {
+        use crate::report::{Category, Finding, Kind, PerTestOut, TestShare};
+        let leak = |kind: &str, line: u32| Finding {
+            fingerprint: format!("f{line}"),
+            kind: Kind::parse(kind),
+            category: Category::User,
+            bytes: Some(8),
+            direct_bytes: Some(8),
+            blocks: Some(1),
+            gated: Some(false),
+            location: Some(crate::report::Location {
+                function: Some("f".into()),
+                file: Some("m.c".into()),
+                path: None,
+                line: Some(line),
+                object: None,
+                generated: None,
+            }),
+            tests: vec![TestShare {
+                test: "t.py::test_a".into(),
+                kind: "test".into(),
+                bytes: 8,
+                blocks: 1,
+                repetitions: Vec::new(),
+                growth: None,
+                errors: 0,
+            }],
+            ..Finding::default()
+        };
+        let findings = vec![
+            leak("Leak_PossiblyLost", 1),
+            leak("Leak_PossiblyLost", 2),
+            leak("Leak_StillReachable", 3),
+        ];
+        let mut r = crate::render::test_report(&["pytest"], serde_json::json!([]), findings);
+        r.per_test = Some(PerTestOut {
+            tests: vec!["t.py::test_a".into()],
+            ..PerTestOut::default()
+        });
+        let x = render(&r, &CiContext::default());
+        let skipped = x
+            .lines()
+            .find(|l| l.contains("<skipped "))
+            .expect("a skipped testcase");
+        assert_eq!(skipped.matches("not gated").count(), 1, "{skipped}");
+        assert!(
+            skipped.contains(
+                "reported, not gated: Leak_PossiblyLost and Leak_StillReachable are not in --fail-on definite,indirect,errors"
+            ),
+            "{skipped}"
+        );
+        assert!(x.contains("+8 bytes in 1 block in this test"), "{x}");
+        assert!(!x.contains("1 blocks"), "{x}");
     }
 
     #[test]

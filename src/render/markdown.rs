@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::render::ci::{self, CiContext, md_cell};
 use crate::report::{BaselineState, Report};
-use crate::util::thousands;
+use crate::util::{plural, thousands};
 
 /// Table rows shown before "... and N more".
 const MAX_ROWS: usize = 50;
@@ -86,7 +86,7 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
         let _ = writeln!(
             o,
             "Baseline `{}`: {} new, {} known, {} fixed.",
-            md_cell(&b.file),
+            md_cell(&ctx.file_shown(&b.file)),
             b.new,
             b.known,
             b.fixed.len()
@@ -100,8 +100,8 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
     if r.summary.suppressed.records > 0 {
         let _ = writeln!(
             o,
-            "Suppressed: {} records.",
-            thousands(r.summary.suppressed.records)
+            "Suppressed: {}.",
+            plural(r.summary.suppressed.records, "record", "records")
         );
     }
     o

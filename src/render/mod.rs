@@ -21,7 +21,7 @@ use crate::util::plural;
 /// code; reported, not gated: 6 possibly-lost leaks`; `no leaks or memory
 /// errors in your code` when there is nothing of the user's.
 pub fn user_findings_phrase(r: &Report) -> String {
-    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
+    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user_shown()).collect();
     if user.is_empty() {
         return "no leaks or memory errors in your code".into();
     }
@@ -70,6 +70,82 @@ fn by_kind_phrase(findings: &[&Finding]) -> String {
     parts.join(", ")
 }
 
+/// The user's definitely lost leaks as their findings show them: bytes
+/// (with the indirect blocks each owns, Valgrind's "48 (16 direct, 32
+/// indirect) bytes"), of which direct, and blocks.
+pub fn definitely_lost(r: &Report) -> (u64, u64, u64) {
+    r.findings
+        .iter()
+        .filter(|f| f.is_user() && f.kind == Kind::DefinitelyLost)
+        .fold((0u64, 0u64, 0u64), |(b, d, n), f| {
+            let bytes = f.bytes.unwrap_or(0);
+            (
+                b.saturating_add(bytes),
+                d.saturating_add(f.direct_bytes.unwrap_or(bytes)),
+                n.saturating_add(f.blocks.unwrap_or(0)),
+            )
+        })
+}
+
+/// `232 bytes (56 direct, 176 indirect)`, or `56 bytes` when all are
+/// direct: a leak's bytes, in the words of every finding and summary.
+pub fn bytes_split(bytes: u64, direct: u64) -> String {
+    let s = crate::util::plural(bytes, "byte", "bytes");
+    if direct == bytes {
+        return s;
+    }
+    format!(
+        "{s} ({} direct, {} indirect)",
+        crate::util::thousands(direct),
+        crate::util::thousands(bytes.saturating_sub(direct))
+    )
+}
+
+/// An indirectly lost part under the leak that owns it: `32 bytes in 1
+/// block at leak_kinds.c:37 in leak_indirect`.
+pub fn indirect_part_text(p: &crate::report::IndirectPart) -> String {
+    let at = p.location.as_ref().map_or_else(
+        || "???".to_string(),
+        |l| {
+            let place = match (&l.file, l.line) {
+                (Some(file), Some(n)) => format!("{file}:{n}"),
+                _ => l.object.clone().unwrap_or_else(|| "???".into()),
+            };
+            format!("{place} in {}", l.function.as_deref().unwrap_or("???"))
+        },
+    );
+    format!(
+        "{} in {} at {at}",
+        crate::util::plural(p.bytes, "byte", "bytes"),
+        crate::util::plural(p.blocks, "block", "blocks")
+    )
+}
+
+/// How to learn whether a leak grows per call: said once per report, where
+/// leaks' growth is unknown (not on every finding).
+pub const GROWTH_HINT: &str = "--repeat 2 or more tells per-call leaks from one-time ones";
+
+/// The user's leaks grown in a test or `checkpoint()` whose growth is
+/// neither per-call nor one-time (`--repeat` can tell those; not a leak
+/// seen only before the first test or at exit, which run once).
+pub fn unknown_growth_leaks(r: &Report) -> u64 {
+    r.findings
+        .iter()
+        .filter(|f| f.is_user_shown() && f.is_leak())
+        .filter(|f| {
+            f.tests
+                .iter()
+                .any(|t| matches!(t.kind.as_str(), "test" | "checkpoint"))
+        })
+        .filter(|f| {
+            !matches!(
+                f.growth,
+                Some(crate::report::Growth::PerCall | crate::report::Growth::OneTime)
+            )
+        })
+        .count() as u64
+}
+
 /// Which frames of a stack a person needs to see (the text report prints
 /// the others as `... N frames`, the HTML folds them): the user's frames
 /// and one frame either side; the innermost three when no frame is the
@@ -94,6 +170,27 @@ pub fn shown_frames(frames: &[FrameOut]) -> Vec<bool> {
         }
     }
     keep
+}
+
+/// A run report of `command` with `processes` and `findings`, for the
+/// renderers' unit tests.
+#[cfg(test)]
+pub(crate) fn test_report(
+    command: &[&str],
+    processes: serde_json::Value,
+    findings: Vec<Finding>,
+) -> Report {
+    serde_json::from_value(serde_json::json!({
+        "schema_version": 1,
+        "tool": {"name": "leakgate", "version": "0"},
+        "valgrind": {"version": "3.22.0", "protocol": 4},
+        "mode": "run", "command": command, "environment": [],
+        "target_exit": {"code": 0},
+        "processes": processes, "findings": findings, "notes": [], "src_roots": [],
+        "summary": serde_json::to_value(crate::report::Summary::default()).unwrap(),
+        "verdict": {"status": "pass", "exit_code": 0, "reasons": []},
+    }))
+    .unwrap()
 }
 
 #[cfg(test)]

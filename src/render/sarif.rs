@@ -80,7 +80,7 @@ pub fn render(r: &Report, ctx: &CiContext) -> String {
         });
     }
     if r.mode == "run" {
-        run["invocations"][0]["commandLine"] = json!(r.command.join(" "));
+        run["invocations"][0]["commandLine"] = json!(crate::util::shell_join(&r.command));
     }
     let doc = json!({
         "$schema": SCHEMA_URI,
@@ -145,6 +145,12 @@ fn result(r: &Report, ctx: &CiContext, f: &Finding, rule_index: usize) -> Value 
     let mut text = format!("{} ({})", ci::headline(f), ci::place(ctx, f));
     if let Some(src) = ci::source(f) {
         text.push_str(&format!(": `{src}`"));
+    }
+    for p in &f.indirect_parts {
+        text.push_str(&format!(
+            "; with it, indirectly lost: {}",
+            crate::render::indirect_part_text(p)
+        ));
     }
     if let Some(why) = ci::why_not_failing(r, f) {
         text.push_str(&format!(". {why}"));

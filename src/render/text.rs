@@ -6,7 +6,10 @@
 use std::fmt::Write as _;
 
 use crate::report::{Finding, FrameOut, Growth, Report};
-use crate::util::{plural, thousands};
+use crate::util::{plural, shell_join, thousands};
+
+mod processes;
+use processes::process_table;
 
 /// Rendering options.
 #[derive(Debug, Clone, Copy, Default)]
@@ -181,9 +184,9 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
             Some(crate::model::ExitStatus::Signal(s)) => format!("killed by {s}"),
             None => "exit unknown".into(),
         };
-        let _ = writeln!(o, "target: {} ({exit})", r.command.join(" "));
+        let _ = writeln!(o, "target: {} ({exit})", shell_join(&r.command));
     } else {
-        let _ = writeln!(o, "analysed: {}", r.command.join(" "));
+        let _ = writeln!(o, "analysed: {}", shell_join(&r.command));
     }
     if let Some(e) = &r.engine {
         let _ = writeln!(o, "{}", e.line());
@@ -200,7 +203,7 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
     for reason in &r.verdict.reasons {
         let _ = writeln!(o, "  - {reason}");
     }
-    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
+    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user_shown()).collect();
     by_test(&mut o, r, &user, &st);
     for (i, f) in user.iter().enumerate() {
         let _ = writeln!(o);
@@ -214,19 +217,10 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         }
         let amount = if f.is_leak() {
             let bytes = f.bytes.unwrap_or(0);
-            // The summary counts direct bytes (as Valgrind's leak summary
-            // does): say how the header's total splits when they differ.
-            let split = match f.direct_bytes {
-                Some(d) if d != bytes => format!(
-                    " ({} direct, {} indirect)",
-                    thousands(d),
-                    thousands(bytes.saturating_sub(d))
-                ),
-                _ => String::new(),
-            };
+            // How the total splits, in the summary line's words.
             format!(
-                "{}{split} in {}",
-                plural(bytes, "byte", "bytes"),
+                "{} in {}",
+                crate::render::bytes_split(bytes, f.direct_bytes.unwrap_or(bytes)),
                 plural(f.blocks.unwrap_or(0), "block", "blocks")
             )
         } else {
@@ -288,6 +282,13 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
                 }
                 _ => {}
             }
+        }
+        for p in &f.indirect_parts {
+            let _ = writeln!(
+                o,
+                "     with it, indirectly lost: {}",
+                crate::render::indirect_part_text(p)
+            );
         }
         if let Some(n) = &f.location_note {
             let _ = writeln!(o, "     note: {n}");
@@ -365,9 +366,9 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
                 let bytes = noise.bytes_by_source.get(k).copied().unwrap_or(0);
                 if bytes > 0 {
                     format!(
-                        "{k}: {} ({} bytes)",
+                        "{k}: {} ({})",
                         plural(*n, "record", "records"),
-                        thousands(bytes)
+                        plural(bytes, "byte", "bytes")
                     )
                 } else {
                     format!("{k}: {}", plural(*n, "record", "records"))
@@ -432,12 +433,15 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     let u = &r.summary.user;
+    // The findings' own words: a definite leak's bytes with the indirect
+    // blocks it owns, and the indirect findings it owns not counted again.
+    let (lost, direct, _) = crate::render::definitely_lost(r);
     let _ = writeln!(
         o,
-        "summary: {} read; yours: {} ({} bytes definitely lost, {}); noise: {}; suppressed: {}",
+        "summary: {} read; yours: {} ({} definitely lost, {}); noise: {}; suppressed: {}",
         plural(r.summary.records, "record", "records"),
-        plural(u.findings, "finding", "findings"),
-        thousands(u.definitely_lost.bytes),
+        plural(user.len() as u64, "finding", "findings"),
+        crate::render::bytes_split(lost, direct),
         plural(u.errors, "error", "errors"),
         plural(noise.findings, "finding", "findings"),
         thousands(r.summary.suppressed.records)
@@ -454,7 +458,8 @@ fn growth_text(f: &Finding) -> String {
             plural(pc.blocks, "block", "blocks")
         ),
         (Some("one_time"), _) => "one-time: grew once and not again".into(),
-        _ => "growth unknown (--repeat 2 or more tells per-call leaks from one-time ones)".into(),
+        // Why it is unknown is said once, under the per-test heading.
+        _ => "grew in:".into(),
     }
 }
 
@@ -575,6 +580,15 @@ fn by_test(o: &mut String, r: &Report, user: &[&Finding], st: &Style) {
         let _ = writeln!(o, "  no test leaked in your code");
         return;
     }
+    let unknown = crate::render::unknown_growth_leaks(r);
+    if unknown > 0 {
+        let _ = writeln!(
+            o,
+            "  (growth unknown for {}: {})",
+            plural(unknown, "leak", "leaks"),
+            crate::render::GROWTH_HINT
+        );
+    }
     const GROUPS: usize = 20;
     if order.len() > GROUPS {
         let _ = writeln!(
@@ -630,59 +644,5 @@ fn by_test(o: &mut String, r: &Report, user: &[&Finding], st: &Style) {
     }
 }
 
-/// The process table, when there is more than one process or one ended
-/// abnormally: pid, parent, how it ended, whether its XML is complete,
-/// the command line.
-fn process_table(o: &mut String, r: &Report) {
-    use crate::model::ExitStatus;
-    let notable = r
-        .processes
-        .iter()
-        .any(|p| !p.complete || matches!(p.exit, Some(ExitStatus::Signal(_))));
-    if r.processes.len() <= 1 && !notable {
-        return;
-    }
-    let _ = writeln!(o, "processes:    pid    ppid  ended            XML");
-    for p in &r.processes {
-        let ended = match &p.exit {
-            Some(ExitStatus::Code(c)) => format!("exit {c}"),
-            Some(ExitStatus::Signal(s)) => format!("killed by {s}"),
-            None if p.pre_exec => "exec'd".to_string(),
-            None if p.complete => "finished".to_string(),
-            None => "?".to_string(),
-        };
-        let xml = if p.pre_exec {
-            "pre-exec part"
-        } else if p.complete {
-            "complete"
-        } else {
-            "INCOMPLETE"
-        };
-        let how = if p.forked { " (fork)" } else { "" };
-        let mut cmd = p.command.join(" ");
-        if cmd.chars().count() > 80 {
-            cmd = cmd.chars().take(77).collect::<String>() + "...";
-        }
-        let _ = writeln!(
-            o,
-            "  {:>17} {:>7}  {:<16} {:<13} {cmd}{how}",
-            p.pid.map_or("?".into(), |v| v.to_string()),
-            p.ppid.map_or("?".into(), |v| v.to_string()),
-            ended,
-            xml
-        );
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn formats_thousands() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(1234567), "1,234,567");
-    }
-}
+mod tests;

@@ -858,6 +858,16 @@ fn lsan_xdist_repeat_and_merge_as_serial() {
     let (xcode, x, xerr) = run(&dir, "lsan", &[], &as_refs(&xdist_cmd));
     assert_eq!(xcode, 1, "{xerr}");
     assert_eq!(user_leaks(&x), user_leaks(&serial), "{xerr}");
+    // The process lines name the whole command line, interpreter and
+    // module included (not sys.argv's `-m -q -n 2 ...`).
+    let main = &x["processes"].as_array().unwrap()[0]["command"];
+    let argv: Vec<&str> = main
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(argv, as_refs(&xdist_cmd), "{:#}", x["processes"]);
 
     // Two shards, merged.
     let mut shards = Vec::new();

@@ -205,15 +205,15 @@ pub(super) fn leak_of(f: &mut Finding, shares: Option<&BTreeMap<Ckpt, (i64, i64)
     f.tests = tests;
 }
 
-/// One share's own growth, from its kind and repetitions: `one_time` for
-/// the shares outside the tests (`start`, `finish`, `exit`, `outside`); for
-/// a test run more than once, `per_call` when every repetition grew,
-/// `one_time` when only the first did, else `unknown`. `None` where the
-/// share alone cannot tell (one run, plain checkpoints).
+/// One share's own growth, from its repetitions: for a test run more than
+/// once, `per_call` when every repetition grew, `one_time` when only the
+/// first did, else `unknown`. `None` where the share alone cannot tell (one
+/// run, plain checkpoints), and for the shares outside the tests (`start`,
+/// `finish`, `exit`, `outside`): they ran once, so nothing was measured
+/// (a leak found only at exit is not "one-time", its growth is unknown).
 pub fn test_growth(t: &TestShare) -> Option<Growth> {
     let grew = |x: &BytesBlocks| x.bytes > 0 || x.blocks > 0;
     match t.kind.as_str() {
-        "start" | "finish" | "exit" | "outside" => Some(Growth::OneTime),
         "test" if t.repetitions.len() > 1 => {
             let r = &t.repetitions;
             Some(if r.iter().all(grew) {

@@ -115,6 +115,39 @@ fn a_block_lost_later_belongs_to_the_test_that_allocated_it() {
 }
 
 #[test]
+fn a_leak_seen_only_at_exit_is_not_called_one_time() {
+    // Test a ran twice and grew nothing; the block is lost at exit only:
+    // nothing measured its growth.
+    let msgs = vec![marker("a", 1), marker("a", 2)];
+    let finals = vec![rec(0, 2, true, 16, 1)];
+    let mut fl = finding("Leak_DefinitelyLost", 16, 1);
+    fl.pids = vec![1];
+    let key = (2, Some(1));
+    let mut keyed = vec![(&key, &mut fl)];
+    resolve(
+        &mut keyed,
+        &Inputs {
+            messages: &[&msgs],
+            pids: &[Some(1)],
+            complete: &[true],
+            snaps: &[],
+            finals: &finals,
+            errors: &[],
+            hidden_reachable: 0,
+        },
+    )
+    .unwrap();
+    assert!(!fl.tests.is_empty(), "{:?}", fl.tests);
+    assert!(fl.tests.iter().all(|t| t.kind != "test"), "{:?}", fl.tests);
+    assert!(
+        fl.tests.iter().all(|t| t.growth != Some(Growth::OneTime)),
+        "{:?}",
+        fl.tests
+    );
+    assert_eq!(fl.growth, Some(Growth::Unknown));
+}
+
+#[test]
 fn markers() {
     let m = parse_marker(
         "leakgate-checkpoint {\"v\":1,\"kind\":\"test\",\"label\":\"t.py::a[\\u003c1\\u003e]\",\"rep\":2,\"of\":3}\n",

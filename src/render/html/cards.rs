@@ -13,7 +13,7 @@ use crate::util::{plural, thousands};
 pub const MAX_USER_CARDS: usize = 200;
 
 pub(super) fn user_section(o: &mut String, r: &Report, src: &mut Sources, context: u32) {
-    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user()).collect();
+    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user_shown()).collect();
     let _ = writeln!(
         o,
         "<section id=\"findings\">\n<h2>Your findings <span class=\"count\">{}</span></h2>",
@@ -22,6 +22,15 @@ pub(super) fn user_section(o: &mut String, r: &Report, src: &mut Sources, contex
     if user.is_empty() {
         o.push_str(
             "<p class=\"empty\">Nothing in your code: every record leakgate read was noise or suppressed.</p>\n",
+        );
+    }
+    let unknown = crate::render::unknown_growth_leaks(r);
+    if unknown > 0 {
+        let _ = writeln!(
+            o,
+            "<p class=\"muted\">Growth unknown for {}: {}.</p>",
+            plural(unknown, "leak", "leaks"),
+            esc(crate::render::GROWTH_HINT)
         );
     }
     for (i, f) in user.iter().take(MAX_USER_CARDS).enumerate() {
@@ -100,6 +109,13 @@ pub(super) fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, con
             )
         );
     }
+    for p in &f.indirect_parts {
+        let _ = writeln!(
+            o,
+            "<p class=\"what\">with it, indirectly lost: {}</p>",
+            esc(&crate::render::indirect_part_text(p))
+        );
+    }
     if !f.tests.is_empty() {
         let growth = match (f.growth.map(Growth::as_str), &f.per_call) {
             _ if !f.is_leak() => "first occurred in:".to_string(),
@@ -109,7 +125,8 @@ pub(super) fn card(o: &mut String, n: usize, f: &Finding, src: &mut Sources, con
                 plural(pc.blocks, "block", "blocks")
             ),
             (Some("one_time"), _) => "one-time: grew once and not again".to_string(),
-            _ => "growth unknown (--repeat 2 or more tells)".to_string(),
+            // Why it is unknown is said once, above the cards.
+            _ => "grew in:".to_string(),
         };
         let _ = writeln!(
             o,

@@ -141,32 +141,38 @@ fn header(o: &mut String, r: &Report, label: &str, class: &str) {
     );
     // Key numbers.
     let u = &r.summary.user;
+    // In the findings' words: the findings to fix (a definite leak's
+    // indirect parts are its own), a definite leak's bytes with the
+    // indirect blocks it owns.
+    let shown = r.findings.iter().filter(|f| f.is_user_shown()).count() as u64;
+    let (lost, direct, lost_blocks) = crate::render::definitely_lost(r);
     let noise_records: u64 = r.summary.noise.by_source.values().sum();
     let noise_bytes: u64 = r.summary.noise.bytes_by_source.values().sum();
     let tiles = [
         (
             "Your findings",
-            thousands(u.findings),
+            thousands(shown),
             format!(
                 "{} · {}",
-                plural(u.findings.saturating_sub(u.errors), "leak", "leaks"),
+                plural(shown.saturating_sub(u.errors), "leak", "leaks"),
                 plural(u.errors, "error", "errors")
             ),
-            if u.findings > 0 { "bad" } else { "good" },
+            if shown > 0 { "bad" } else { "good" },
         ),
         (
             "Definitely lost",
-            human_bytes(u.definitely_lost.bytes),
-            format!(
-                "{} · indirectly {}",
-                plural(u.definitely_lost.blocks, "block", "blocks"),
-                human_bytes(u.indirectly_lost.bytes)
-            ),
-            if u.definitely_lost.bytes > 0 {
-                "bad"
+            human_bytes(lost),
+            if direct == lost {
+                plural(lost_blocks, "block", "blocks")
             } else {
-                "good"
+                format!(
+                    "{} · {} direct, {} indirect",
+                    plural(lost_blocks, "block", "blocks"),
+                    human_bytes(direct),
+                    human_bytes(lost.saturating_sub(direct))
+                )
             },
+            if lost > 0 { "bad" } else { "good" },
         ),
         (
             "Possibly lost",

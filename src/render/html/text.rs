@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::kind::Kind;
 use crate::model::ExitStatus;
 use crate::report::Finding;
-use crate::util::{plural, thousands};
+use crate::util::plural;
 
 /// Visible characters of a function name before it is cut (full name in a tooltip).
 pub(super) const MAX_NAME_CHARS: usize = 240;
@@ -100,22 +100,11 @@ pub(super) fn kind_class(kind: &Kind) -> &'static str {
 pub(super) fn amount(f: &Finding) -> String {
     if f.is_leak() {
         let bytes = f.bytes.unwrap_or(0);
-        let mut s = format!(
+        format!(
             "{} in {}",
-            plural(bytes, "byte", "bytes"),
+            crate::render::bytes_split(bytes, f.direct_bytes.unwrap_or(bytes)),
             plural(f.blocks.unwrap_or(0), "block", "blocks")
-        );
-        if let Some(d) = f.direct_bytes
-            && d != bytes
-        {
-            let _ = write!(
-                s,
-                " ({} direct, {} indirect)",
-                thousands(d),
-                thousands(bytes.saturating_sub(d))
-            );
-        }
-        s
+        )
     } else {
         plural(f.count, "occurrence", "occurrences")
     }
