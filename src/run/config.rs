@@ -230,6 +230,10 @@ pub struct RunOutcome {
     /// leakgate widened `--show-leak-kinds` to `all` for the checkpoints:
     /// still-reachable noise of the final check is not to be reported.
     pub added_reachable: bool,
+    /// The pytest test each process was running when it ended, by pid:
+    /// the probe's `LEAKGATE_RUNNING_DIR` files that no test's end removed
+    /// (a process killed inside a test).
+    pub running_tests: std::collections::BTreeMap<u64, String>,
 }
 
 impl RunOutcome {

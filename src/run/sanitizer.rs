@@ -365,6 +365,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         .map(|(p, (l, n))| (p, l, n))
         .collect();
     cuda_ipc.sort();
+    let running_tests = files::running_tests(dir.path());
     Ok(RunOutcome {
         dir,
         reports,
@@ -385,6 +386,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         progress,
         per_test,
         added_reachable: false,
+        running_tests,
     })
 }
 

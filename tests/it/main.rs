@@ -24,6 +24,7 @@ mod bad_input;
 mod c_programs;
 mod ci_gate;
 mod corpus;
+mod crash_in_test;
 mod cython;
 mod distribution;
 mod docs;
