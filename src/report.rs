@@ -25,6 +25,10 @@ pub struct Report {
     pub environment: Vec<String>,
     /// How the target (the process leakgate started) ended; null in analyze mode.
     pub target_exit: Option<ExitStatus>,
+    /// Run mode, pytest with checkpoints: the test the target was running
+    /// when it ended (a crash inside a test); absent when it was in none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_running_test: Option<String>,
     pub processes: Vec<ProcessOut>,
     pub findings: Vec<Finding>,
     pub summary: Summary,
@@ -229,6 +233,10 @@ pub struct ProcessOut {
     /// Forked from its parent without exec (shares the parent's pre-fork heap).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forked: bool,
+    /// Run mode, pytest with checkpoints: the test this process was running
+    /// when it ended (a crash inside a test); absent when it was in none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_test: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

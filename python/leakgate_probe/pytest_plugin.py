@@ -13,6 +13,8 @@ that grows at every call can be told from a one-time allocation.
 ``LEAKGATE_ONLY_TESTS`` (node ids, one per line) deselects every other test;
 ``LEAKGATE_CHECKPOINTS=0`` takes no checkpoints (leakgate's re-run of
 ``--origins auto`` sets both: it wants the origins of errors only).
+``LEAKGATE_RUNNING_DIR`` (a directory) gets a file per process naming the
+test it is running, removed when the test ends: the test a crash was in.
 
 Without Valgrind (plain ``pytest``) the plugin does nothing. It can be
 registered once only, under the name ``leakgate`` (the ``pytest11`` entry
@@ -143,6 +145,7 @@ def pytest_runtest_protocol(item, nextitem):
     from _pytest.runner import runtestprotocol
 
     n = _repeat()
+    _running(item.nodeid)
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     for i in range(n):
         # nextitem as given: fixtures that the next test does not share are
@@ -152,7 +155,26 @@ def pytest_runtest_protocol(item, nextitem):
         if item.session.shouldfail or item.session.shouldstop:
             break
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    _running(None)
     return True
+
+
+def _running(nodeid):
+    """``LEAKGATE_RUNNING_DIR/<pid>``: the test this process is running
+    (written at its start, removed at its end), so that leakgate can name
+    the test a process was in when a signal killed it."""
+    where = os.environ.get("LEAKGATE_RUNNING_DIR")
+    if not where:
+        return
+    path = os.path.join(where, str(os.getpid()))
+    try:
+        if nodeid is None:
+            os.unlink(path)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(nodeid)
+    except OSError:
+        pass
 
 
 @_hookimpl(trylast=True)

@@ -90,6 +90,7 @@ pub fn processes_out(ps: &[ProcessInfo]) -> Vec<ProcessOut> {
             valgrind_args: p.valgrind_args.clone(),
             pre_exec: p.pre_exec,
             forked: p.forked,
+            running_test: None,
         })
         .collect()
 }

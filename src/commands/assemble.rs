@@ -134,6 +134,7 @@ pub(super) fn build_report(
         command,
         environment,
         target_exit,
+        target_running_test: None,
         processes,
         findings: analysis.findings,
         summary: analysis.summary,
@@ -147,5 +148,52 @@ pub(super) fn build_report(
         origins: None,
         engine,
         per_test: analysis_per_test,
+    }
+}
+
+/// Names the pytest test each process was in when it ended (`running`, by
+/// pid: the probe's record of a test that started and never ended, a crash
+/// inside it): on its process (`running_test`), on that process' crash
+/// finding (its share "after the last checkpoint" becomes the test's),
+/// and for the target (pid `target`) in the report and the verdict's
+/// reason ("the target was killed by SIGABRT in test t.py::test_x").
+pub(super) fn name_running_tests(
+    report: &mut Report,
+    running: &std::collections::BTreeMap<u64, String>,
+    target: u64,
+) {
+    if running.is_empty() {
+        return;
+    }
+    for p in &mut report.processes {
+        p.running_test = p.pid.and_then(|pid| running.get(&pid)).cloned();
+    }
+    for f in &mut report.findings {
+        if f.kind != crate::kind::Kind::FatalSignal {
+            continue;
+        }
+        let Some(test) = f.pids.iter().find_map(|pid| running.get(pid)) else {
+            continue;
+        };
+        for s in &mut f.tests {
+            if s.kind == "exit" {
+                s.test = test.clone();
+                s.kind = "test".into();
+            }
+        }
+    }
+    let Some(test) = running.get(&target) else {
+        return;
+    };
+    report.target_running_test = Some(test.clone());
+    let ended = match &report.target_exit {
+        Some(crate::model::ExitStatus::Signal(s)) => format!("the target was killed by {s}"),
+        Some(crate::model::ExitStatus::Code(c)) => format!("the target exited with code {c}"),
+        None => return,
+    };
+    for r in &mut report.verdict.reasons {
+        if *r == ended {
+            r.push_str(&format!(" in test {test}"));
+        }
     }
 }

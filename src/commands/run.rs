@@ -270,6 +270,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         a.report.show_unused_suppressions,
     );
     report.valgrind_command = out.valgrind_command.clone();
+    super::assemble::name_running_tests(&mut report, &out.running_tests, u64::from(out.pid));
     report.stopped = out.stopped.clone();
     report.origins = origins_out;
     report.engine = super::unwind::engine_out(&out, &unwind);

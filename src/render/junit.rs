@@ -341,10 +341,13 @@ fn cases(r: &Report, ctx: &CiContext) -> Vec<Case> {
         && gates_exit
         && !matches!(st, ExitStatus::Code(0))
     {
-        let what = match st {
+        let mut what = match st {
             ExitStatus::Code(c) => format!("the target exited with code {c}"),
             ExitStatus::Signal(s) => format!("the target was killed by {s}"),
         };
+        if let Some(t) = &r.target_running_test {
+            what.push_str(&format!(" in test {t}"));
+        }
         cases.push(Case {
             name: "the target exits with code 0".into(),
             classname: "leakgate.run".into(),

@@ -179,11 +179,14 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
         processes_str(r)
     );
     if r.mode == "run" {
-        let exit = match &r.target_exit {
+        let mut exit = match &r.target_exit {
             Some(crate::model::ExitStatus::Code(c)) => format!("exit code {c}"),
             Some(crate::model::ExitStatus::Signal(s)) => format!("killed by {s}"),
             None => "exit unknown".into(),
         };
+        if let Some(t) = &r.target_running_test {
+            exit.push_str(&format!(" in test {t}"));
+        }
         let _ = writeln!(o, "target: {} ({exit})", shell_join(&r.command));
     } else {
         let _ = writeln!(o, "analysed: {}", shell_join(&r.command));

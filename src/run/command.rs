@@ -113,6 +113,13 @@ pub(super) fn set_probe(
     if !per_test {
         return;
     }
+    if pytest
+        && let Some(dir) = probe.parent()
+        && std::fs::create_dir_all(super::files::running_dir(dir)).is_ok()
+    {
+        // The test each process is in: a crash names it.
+        cmd.env("LEAKGATE_RUNNING_DIR", super::files::running_dir(dir));
+    }
     if pytest {
         let plugins = match std::env::var("PYTEST_PLUGINS") {
             Ok(v) if !v.trim().is_empty() => format!("{v},leakgate_probe.autoload"),

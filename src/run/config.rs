@@ -93,6 +93,20 @@ pub enum RunError {
         "--track-fds needs Valgrind 3.23 or later (it writes descriptor errors to the XML from 3.23); {path} is Valgrind {version}, which reports descriptors in its text log only"
     )]
     TrackFdsTooOld { path: PathBuf, version: String },
+    #[error(
+        "{given} needs pytest-xdist here ({why}), and {} cannot import it (xdist); install it into that Python (pip install pytest-xdist), or leave {given} out",
+        python.display()
+    )]
+    XdistMissing {
+        given: String,
+        python: PathBuf,
+        why: String,
+    },
+    #[error(
+        "pytest stopped while collecting the tests (a native `--collect-only`, {secs:.1}s), so nothing ran; pytest said:\n{}",
+        indent(lines)
+    )]
+    Collection { lines: String, secs: f64 },
     #[error("--num-callers {n}: Valgrind {version} accepts {min} to {max}")]
     NumCallers {
         n: u32,
@@ -100,6 +114,14 @@ pub enum RunError {
         min: u32,
         max: u32,
     },
+}
+
+/// `text` with every line indented by two spaces.
+fn indent(text: &str) -> String {
+    text.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `--show-leak-kinds` unless given.
@@ -236,6 +258,10 @@ pub struct RunOutcome {
     /// leakgate widened `--show-leak-kinds` to `all` for the checkpoints:
     /// still-reachable noise of the final check is not to be reported.
     pub added_reachable: bool,
+    /// The pytest test each process was running when it ended, by pid:
+    /// the probe's `LEAKGATE_RUNNING_DIR` files that no test's end removed
+    /// (a process killed inside a test).
+    pub running_tests: std::collections::BTreeMap<u64, String>,
 }
 
 impl RunOutcome {

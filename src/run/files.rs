@@ -1,6 +1,7 @@
 //! The run's files: a private temporary directory (mode 0700: the XML holds
 //! the target's command line, paths and stacks), the XML file name pattern
-//! Valgrind writes into it, and the XML files found there after the run.
+//! Valgrind writes into it, the XML files found there after the run, and
+//! the probe's files naming the test each process is running.
 
 use std::path::{Path, PathBuf};
 
@@ -62,4 +63,27 @@ pub(super) fn xml_files(dir: &Path) -> Vec<PathBuf> {
     }
     xml_files.sort();
     xml_files
+}
+
+/// Where the probe says which test each process is running
+/// (`LEAKGATE_RUNNING_DIR`, one file per pid): `running` in the private
+/// directory `dir`.
+pub(super) fn running_dir(dir: &Path) -> PathBuf {
+    dir.join("running")
+}
+
+/// The test each process was running when it ended, by pid: the files of
+/// [`running_dir`] that the probe did not remove at a test's end.
+pub(super) fn running_tests(dir: &Path) -> std::collections::BTreeMap<u64, String> {
+    let Ok(entries) = std::fs::read_dir(running_dir(dir)) else {
+        return Default::default();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse().ok()?;
+            let test = std::fs::read_to_string(e.path()).ok()?;
+            (!test.is_empty()).then_some((pid, test))
+        })
+        .collect()
 }

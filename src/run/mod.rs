@@ -27,7 +27,7 @@
 //! [`crate::util::shell_join`]), `files` (the private directory and the XML files in
 //! it), `supervise` (waiting, timeouts, forwarded signals), `children`
 //! (reaping, the default `--trace-children-skip`), `signals` (handlers,
-//! group kill), `workers` (`-n auto`: the worker count from the
+//! group kill), `workers` (the native collection of a pytest target, `-n N`, `-n auto`: the worker count from the
 //! tests collected natively), `space` (XML cut short by a full disk or the file-size
 //! limit), `progress` (the line), `stderr` (the watcher), `passcred`
 //! (who wrote to stderr).

@@ -249,6 +249,15 @@ fn log_files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// Runs the target with the sanitizer runtime preloaded and waits for it.
 pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     let engine = cfg.engine;
+    // `-n` is pytest-xdist's here (its workers run the tests, each with
+    // the runtime preloaded): without it pytest would stop at its usage.
+    if let Some((python, given)) = super::workers::xdist_missing(&cfg.cmd) {
+        return Err(RunError::XdistMissing {
+            given,
+            python,
+            why: format!("under --engine {} its workers run the tests", engine.name()),
+        });
+    }
     let runtime = find_runtime(engine, cfg.sanitizer_runtime.as_deref())?;
     let target = resolve_target(&cfg.cmd[0])?;
     let mut target_argv = cfg.cmd.clone();
@@ -356,6 +365,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         .map(|(p, (l, n))| (p, l, n))
         .collect();
     cuda_ipc.sort();
+    let running_tests = files::running_tests(dir.path());
     Ok(RunOutcome {
         dir,
         reports,
@@ -376,6 +386,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         progress,
         per_test,
         added_reachable: false,
+        running_tests,
     })
 }
 

@@ -3,7 +3,8 @@
 //! `PYTHONMALLOC=malloc` and the probe for Python targets, `-n N` as workers
 //! forked from one pytest under Valgrind after collection, or pytest-xdist
 //! workers under Valgrind with a native controller where they must be
-//! xdist's (`-n auto` resolved from the tests, collected natively:
+//! xdist's (`-n auto` resolved from the tests, collected natively once,
+//! which also stops at pytest's collection errors before Valgrind starts:
 //! `workers`); and the version check
 //! that refuses what this Valgrind cannot do before anything runs.
 
@@ -26,27 +27,18 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     let mut target_argv = cfg.cmd.clone();
     let mut environment = Vec::new();
     super::unwrap_shim(cfg, &target, &mut target_argv, &mut environment);
-    // `-n auto`: the worker count from the tests, collected natively.
-    if let Some(c) = workers::resolve_auto(&target_argv, cfg.repeat) {
-        target_argv = c.argv;
-        environment.push(c.note);
-    }
     let (pytest, per_test) = super::per_test_mode(cfg)?;
-    // `-n N`: workers forked from one pytest under Valgrind, not
-    // pytest-xdist's, each of which would start under Valgrind.
-    let mut fork_workers = 0;
-    if per_test && is_xdist_target(&target_argv) {
-        let opt_out = std::env::var_os("LEAKGATE_FORK_WORKERS").is_some_and(|v| v == "0");
-        match workers::fork_plan(&target_argv, opt_out) {
-            Ok(f) => {
-                target_argv = f.argv;
-                environment.push(f.note);
-                fork_workers = f.workers;
-            }
-            Err(Some(note)) => environment.push(note),
-            Err(None) => {}
-        }
-    }
+    // pytest: one native collection first (its usage and collection
+    // errors stop the run in seconds, and `-n auto` takes its count from
+    // it), then `-n N` as workers forked from one pytest under Valgrind,
+    // not pytest-xdist's, each of which would start under Valgrind.
+    let opt_out = std::env::var_os("LEAKGATE_FORK_WORKERS").is_some_and(|v| v == "0");
+    let check = cfg.only_tests.is_empty()
+        && std::env::var_os("LEAKGATE_NATIVE_COLLECT").is_none_or(|v| v != "0");
+    let plan = workers::plan(&target_argv, cfg.repeat, per_test, check, opt_out)?;
+    target_argv = plan.argv;
+    environment.extend(plan.notes);
+    let fork_workers = plan.workers;
     // The user's argv[0] with the arguments that run (`-n auto` resolved).
     let cmd_argv: Vec<String> = cfg.cmd[..1]
         .iter()
@@ -151,6 +143,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         .map(|(p, (l, n))| (p, l, n))
         .collect();
     cuda_ipc.sort();
+    let running_tests = files::running_tests(dir.path());
     Ok(RunOutcome {
         dir,
         reports: xml_files,
@@ -171,6 +164,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         progress,
         per_test,
         added_reachable,
+        running_tests,
     })
 }
 

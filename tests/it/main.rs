@@ -25,6 +25,7 @@ mod c_programs;
 mod ci_gate;
 mod closed_stdout;
 mod corpus;
+mod crash_in_test;
 mod cython;
 mod distribution;
 mod docs;

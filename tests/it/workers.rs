@@ -5,12 +5,17 @@
 //! natively and the worker count chosen from them and the cores, one worker
 //! per 6 test runs at most one per idle core, no workers for fewer than two;
 //! the report's environment says what was chosen, and the run is the one
-//! that count gives (every test checked once).
+//! that count gives (every test checked once). Without pytest-xdist in the
+//! target's Python, `-n 2` still forks 2 workers (the option dropped), and
+//! what needs pytest-xdist's own workers stops at once (exit 2). A
+//! mistyped test path or a module that cannot be imported stops after the
+//! native collection, in seconds, with pytest's own lines (exit 2).
 
 use crate::common;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -275,4 +280,146 @@ fn forked_workers_report_one_session() {
     assert!(stdout.contains("stopping after 1 failures"), "{stdout}");
     let ran = r["per_test"]["tests"].as_array().unwrap().len();
     assert!(ran < 8, "every test ran despite -x: {stdout}");
+}
+
+/// `leakgate run ARGS -- PY -m pytest -q -p no:cacheprovider PYTEST` in
+/// `dir` that must stop before anything runs: its standard error, after
+/// checking exit 2, that it took seconds and that no report was written.
+fn refused(dir: &Path, args: &[&str], py: &Path, pytest: &[&str]) -> String {
+    let json = dir.join("refused.json");
+    let started = Instant::now();
+    let out = Command::new(common::leakgate_bin())
+        .current_dir(dir)
+        .env_remove("PYTEST_ADDOPTS")
+        .env_remove("LEAKGATE_FORK_WORKERS")
+        .args(["run", "--format", "json", "--output"])
+        .arg(&json)
+        .args(args)
+        .arg("--")
+        .arg(py)
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .args(pytest)
+        .output()
+        .expect("run leakgate");
+    assert_eq!(common::code(&out), 2, "{pytest:?}: {}", common::show(&out));
+    // Valgrind's start-up of Python alone takes longer.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{pytest:?}: {:?}",
+        started.elapsed()
+    );
+    assert!(!json.exists(), "{pytest:?}: a report was written");
+    let err = common::stderr(&out);
+    assert_eq!(
+        err.matches("leakgate: error:").count(),
+        1,
+        "{pytest:?}: {err}"
+    );
+    err
+}
+
+/// Without pytest-xdist in the target's Python, `-n 2` under Valgrind
+/// forks 2 workers all the same (the option dropped, not rewritten to an
+/// `-n 0` pytest cannot read); what needs pytest-xdist's own workers
+/// (`--dist loadfile`; `-n` under `--engine lsan`) stops before anything
+/// starts, in one line.
+#[test]
+fn without_pytest_xdist_workers_are_forked_or_refused() {
+    if !common::valgrind_or_skip() {
+        return;
+    }
+    let Some(py) = common::python() else {
+        common::require_or_skip("no Python interpreter (set LEAKGATE_TEST_PYTHON)");
+        return;
+    };
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    let Some(vpy) = common::python_without(&py, &dir.join("venv"), &["xdist", "pytest_xdist"])
+    else {
+        return;
+    };
+    assert!(!common::python_can_import(&vpy, "xdist"));
+    assert!(common::python_can_import(&vpy, "pytest"));
+    suite(dir, 6);
+    let (code, r, stdout) = run_full(dir, &vpy, &["-n", "2", "test_many.py"]);
+    assert_eq!(code, 0, "{stdout}\n{:#}", r["verdict"]);
+    let env = environment(&r);
+    assert!(
+        env.iter().any(|e| e.starts_with(
+            "-n 2 → LEAKGATE_FORK_WORKERS=2, -n dropped (set by leakgate: pytest-xdist is not installed"
+        )),
+        "{env:#?}"
+    );
+    let cmd: Vec<&str> = r["valgrind_command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(!cmd.contains(&"-n"), "{cmd:?}");
+    let forked = r["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["forked"] == true)
+        .count();
+    assert_eq!(forked, 2, "{:#}", r["processes"]);
+    assert_eq!(r["per_test"]["tests"].as_array().unwrap().len(), 6);
+
+    for (engine, args, why) in [
+        (
+            "valgrind",
+            &["-n", "2", "--dist", "loadfile"][..],
+            "--dist loadfile keeps pytest-xdist's workers",
+        ),
+        ("lsan", &["-n", "2"][..], "under --engine lsan its workers"),
+    ] {
+        let mut pytest = args.to_vec();
+        pytest.push("test_many.py");
+        let err = refused(dir, &["--engine", engine], &vpy, &pytest);
+        assert!(
+            err.contains(&format!("-n 2 needs pytest-xdist here ({why}")),
+            "{err}"
+        );
+        assert!(err.contains("pip install pytest-xdist"), "{err}");
+    }
+}
+
+/// A mistyped test path, a test module that cannot be imported, and an
+/// option pytest does not know stop after the native collection, in
+/// seconds and before Valgrind starts, with pytest's own lines: exit 2.
+#[test]
+fn collection_errors_stop_before_valgrind() {
+    let Some(py) = python_with_xdist() else {
+        return;
+    };
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    suite(dir, 2);
+    std::fs::write(dir.join("test_broken.py"), "import no_such_module_here\n").unwrap();
+    for (pytest, said) in [
+        (
+            &["test_mny.py"][..],
+            "ERROR: file or directory not found: test_mny.py",
+        ),
+        (
+            &["-n", "auto", "test_mny.py"][..],
+            "ERROR: file or directory not found: test_mny.py",
+        ),
+        (
+            &["test_many.py", "test_broken.py"][..],
+            "No module named 'no_such_module_here'",
+        ),
+        (
+            &["--no-such-option", "test_many.py"][..],
+            "unrecognized arguments: --no-such-option",
+        ),
+    ] {
+        let err = refused(dir, &[], &py, pytest);
+        assert!(
+            err.contains("pytest stopped while collecting the tests (a native `--collect-only`"),
+            "{err}"
+        );
+        assert!(err.contains(said), "{pytest:?}: {err}");
+    }
 }

@@ -129,3 +129,36 @@ fn n_workers_are_forked_unless_xdist_must_keep_them() {
         assert_eq!(fork_plan(&argv(none), false), Err(None), "{none}");
     }
 }
+
+#[test]
+fn without_xdist_every_n_and_forkable_dist_go() {
+    assert_eq!(
+        strip_xdist(&argv("python -m pytest -n 2 --dist load -x t.py -n0")),
+        argv("python -m pytest -x t.py")
+    );
+    assert_eq!(
+        strip_xdist(&argv(
+            "pytest --numprocesses=4 --dist=worksteal --dist loadfile -- -n 2"
+        )),
+        argv("pytest --dist loadfile -- -n 2")
+    );
+}
+
+#[test]
+fn collection_errors_keep_pytest_s_lines() {
+    // A usage error: standard error only (`-qq` prints no summary).
+    assert_eq!(
+        error_lines("\n", "ERROR: file or directory not found: t.py\n\n"),
+        "ERROR: file or directory not found: t.py"
+    );
+    // Errors during collection: the sections, not the collected ids.
+    let out = "t.py::test_a\n\n=== ERRORS ===\n___ ERROR collecting u.py ___\nE   ImportError: x\n!!! Interrupted: 1 error during collection !!!\n";
+    assert_eq!(
+        error_lines(out, ""),
+        "=== ERRORS ===\n___ ERROR collecting u.py ___\nE   ImportError: x\n!!! Interrupted: 1 error during collection !!!"
+    );
+    let long: String = (0..100).map(|i| format!("=== {i}\n")).collect();
+    let cut = error_lines(&long, "");
+    assert_eq!(cut.lines().count(), 41, "{cut}");
+    assert!(cut.contains("… (60 lines more)"), "{cut}");
+}

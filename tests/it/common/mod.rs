@@ -186,6 +186,49 @@ pub(crate) fn python_can_import(py: &Path, modules: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// A venv at `venv` whose Python sees what `py`'s site-packages holds
+/// (pytest and the rest, linked, no network) except the distributions
+/// whose names start with one of `without` (`["xdist", "pytest_xdist"]`):
+/// its `bin/python`, or `None` (said as a skip) when `py` has no pytest or
+/// no venv can be made.
+pub(crate) fn python_without(py: &Path, venv: &Path, without: &[&str]) -> Option<PathBuf> {
+    let ask = |py: &Path, code: &str| -> Option<PathBuf> {
+        let out = Command::new(py).args(["-c", code]).output().ok()?;
+        out.status
+            .success()
+            .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    };
+    let Some(site) = ask(
+        py,
+        "import os, pytest; print(os.path.dirname(os.path.dirname(pytest.__file__)))",
+    ) else {
+        require_or_skip(&format!("{} cannot import pytest", py.display()));
+        return None;
+    };
+    let made = Command::new(py)
+        .args(["-m", "venv", "--without-pip"])
+        .arg(venv)
+        .output();
+    if !made.as_ref().is_ok_and(|o| o.status.success()) {
+        require_or_skip(&format!("{} -m venv failed: {made:?}", py.display()));
+        return None;
+    }
+    let vpy = venv.join("bin").join("python");
+    let purelib = ask(
+        &vpy,
+        "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+    )?;
+    fs::create_dir_all(&purelib).unwrap();
+    for e in fs::read_dir(&site).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if without.iter().any(|w| name.starts_with(w)) || purelib.join(&name).exists() {
+            continue;
+        }
+        std::os::unix::fs::symlink(e.path(), purelib.join(&name)).unwrap();
+    }
+    Some(vpy)
+}
+
 /// Builds a Python extension from `tests/programs/<kind>/` (`kind` is
 /// `"cpython"` or `"pybind11"`) with the interpreter from [`python`].
 ///
