@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::{Finding, FrameOut, Growth, Report};
+use crate::report::{Finding, FrameOut, Growth, Report, Status};
 use crate::util::{plural, shell_join, thousands};
 
 mod processes;
@@ -157,6 +157,47 @@ fn location_str(l: &crate::report::Location) -> String {
 }
 
 /// Renders the whole report.
+/// How many not-gated findings a passing report shows one by one.
+pub const PASS_CARDS: usize = 10;
+
+/// The not-gated findings of a pass, one line per kind and reason, with
+/// where their details are.
+fn not_gated_counts(o: &mut String, user: &[&Finding]) {
+    let mut groups: Vec<((&str, &str), (u64, u64))> = Vec::new();
+    for f in user {
+        let why = if f.is_known() {
+            "known from the baseline"
+        } else if f.at_import {
+            "made once at import"
+        } else {
+            "not in --fail-on"
+        };
+        let key = (f.kind.as_str(), why);
+        let bytes = if f.is_leak() { f.bytes.unwrap_or(0) } else { 0 };
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => {
+                v.0 += 1;
+                v.1 = v.1.saturating_add(bytes);
+            }
+            None => groups.push((key, (1, bytes))),
+        }
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "not gated: {} in your code (details: --verbose, --format json or --html):",
+        plural(user.len() as u64, "finding", "findings")
+    );
+    for ((kind, why), (n, bytes)) in groups {
+        let amount = if bytes > 0 {
+            format!(", {}", plural(bytes, "byte", "bytes"))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(o, "  {kind}: {n}{amount} ({why})");
+    }
+}
+
 pub fn render(r: &Report, opts: TextOptions) -> String {
     let st = Style { on: opts.color };
     let mut o = String::new();
@@ -206,8 +247,14 @@ pub fn render(r: &Report, opts: TextOptions) -> String {
     for reason in &r.verdict.reasons {
         let _ = writeln!(o, "  - {reason}");
     }
-    let user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user_shown()).collect();
+    let mut user: Vec<&Finding> = r.findings.iter().filter(|f| f.is_user_shown()).collect();
     by_test(&mut o, r, &user, &st);
+    // A pass is a few lines: past `PASS_CARDS` not-gated findings, they
+    // are counted by kind and reason instead of shown one by one.
+    if !opts.verbose && r.verdict.status == Status::Pass && user.len() > PASS_CARDS {
+        not_gated_counts(&mut o, &user);
+        user.clear();
+    }
     for (i, f) in user.iter().enumerate() {
         let _ = writeln!(o);
         // Leaks made once at import come last, under their own heading.

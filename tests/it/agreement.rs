@@ -184,8 +184,17 @@ fn text(t: &str) -> Rendered {
     Rendered {
         name: "text",
         findings,
-        complete: true,
+        // A pass with many not-gated findings counts them instead.
+        complete: collapsed_count(t).is_none(),
     }
+}
+
+/// The count of a passing text report's not-gated findings, when it gives
+/// one instead of a card each (`not gated: 15 findings in your code
+/// (details: ...)`).
+fn collapsed_count(t: &str) -> Option<usize> {
+    let re = regex::Regex::new(r"(?m)^not gated: (\d+) findings? in your code \(details:").unwrap();
+    re.captures(t).and_then(|c| c[1].parse().ok())
 }
 
 fn html(h: &str) -> Rendered {
@@ -458,6 +467,15 @@ fn compare(exp: &[Expected], r: &Rendered, problems: &mut Vec<String>) {
 fn disagreements(out: &Outputs) -> Vec<String> {
     let mut problems = Vec::new();
     let exp = expected(&out.report(), &mut problems);
+    if let Some(n) = collapsed_count(&out.text) {
+        if n != exp.len() || exp.iter().any(|e| e.gated) {
+            problems.push(format!(
+                "text: counts {n} not-gated findings, the JSON has {} user findings ({} gated)",
+                exp.len(),
+                exp.iter().filter(|e| e.gated).count()
+            ));
+        }
+    }
     let rendered = [
         text(&out.text),
         html(&out.html),

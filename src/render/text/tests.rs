@@ -229,3 +229,56 @@ fn the_summary_counts_bytes_and_findings_as_the_findings_say_them() {
     assert!(text.contains(": 2 definitely-lost leaks\n"), "{text}");
     assert!(!text.contains("indirectly-lost"), "{text}");
 }
+
+/// A passing run with many not-gated findings is a few lines: counts by
+/// kind and reason and where the details are, no card per finding;
+/// `--verbose` shows them all.
+#[test]
+fn a_pass_counts_its_many_not_gated_findings() {
+    let findings: Vec<Finding> = (0..PASS_CARDS as u32 + 5)
+        .map(|i| {
+            let mut f = leak_in(i + 1, "t.py::test_a", "test", None);
+            f.kind = if i % 3 == 0 {
+                crate::report::Kind::StillReachable
+            } else {
+                crate::report::Kind::PossiblyLost
+            };
+            f.gated = Some(false);
+            f.fails = false;
+            f.tests.clear();
+            f
+        })
+        .collect();
+    let n = findings.len();
+    let mut r = crate::render::test_report(&["python", "t.py"], serde_json::json!([]), findings);
+    r.verdict.status = Status::Pass;
+    let text = render(&r, TextOptions::default());
+    assert!(
+        text.contains(&format!(
+            "not gated: {n} findings in your code (details: --verbose, --format json or --html):"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("  Leak_PossiblyLost: 10, 160 bytes (not in --fail-on)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  Leak_StillReachable: 5, 80 bytes (not in --fail-on)"),
+        "{text}"
+    );
+    assert!(!text.contains("(reported, not gated)"), "{text}");
+    assert!(text.lines().count() < 20, "{text}");
+    let verbose = render(
+        &r,
+        TextOptions {
+            verbose: true,
+            ..TextOptions::default()
+        },
+    );
+    assert_eq!(
+        verbose.matches("(reported, not gated)").count(),
+        n,
+        "{verbose}"
+    );
+}
