@@ -163,7 +163,9 @@ pub const PASS_CARDS: usize = 10;
 /// The not-gated findings of a pass, one line per kind and reason, with
 /// where their details are.
 fn not_gated_counts(o: &mut String, user: &[&Finding]) {
-    let mut groups: Vec<((&str, &str), (u64, u64))> = Vec::new();
+    /// (kind, reason) → (findings, bytes).
+    type Group<'a> = ((&'a str, &'a str), (u64, u64));
+    let mut groups: Vec<Group> = Vec::new();
     for f in user {
         let why = if f.is_known() {
             "known from the baseline"

@@ -467,14 +467,14 @@ fn compare(exp: &[Expected], r: &Rendered, problems: &mut Vec<String>) {
 fn disagreements(out: &Outputs) -> Vec<String> {
     let mut problems = Vec::new();
     let exp = expected(&out.report(), &mut problems);
-    if let Some(n) = collapsed_count(&out.text) {
-        if n != exp.len() || exp.iter().any(|e| e.gated) {
-            problems.push(format!(
-                "text: counts {n} not-gated findings, the JSON has {} user findings ({} gated)",
-                exp.len(),
-                exp.iter().filter(|e| e.gated).count()
-            ));
-        }
+    if let Some(n) = collapsed_count(&out.text)
+        && (n != exp.len() || exp.iter().any(|e| e.gated))
+    {
+        problems.push(format!(
+            "text: counts {n} not-gated findings, the JSON has {} user findings ({} gated)",
+            exp.len(),
+            exp.iter().filter(|e| e.gated).count()
+        ));
     }
     let rendered = [
         text(&out.text),
