@@ -12,27 +12,30 @@ use crate::report::ProcessOut;
 /// How much of a file in a directory is read to tell a sanitizer log.
 const SNIFF: u64 = 1 << 20;
 
+/// The first `limit` bytes of a file; `None` when it cannot be read.
+fn head(path: &Path, limit: u64) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit).read_to_end(&mut head))
+        .ok()?;
+    Some(head)
+}
+
 /// Whether a file's first MiB holds a sanitizer report (a `log_path`
 /// file `name.PID`, a saved CI log); unreadable files are not.
 fn is_sanitizer_log(path: &Path) -> bool {
-    let mut head = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(SNIFF).read_to_end(&mut head))
-        .is_ok()
-        && crate::parse::looks_like_sanitizer_log(&head)
+    head(path, SNIFF).is_some_and(|h| crate::parse::looks_like_sanitizer_log(&h))
 }
 
 /// Whether a named file is leakgate's own JSON report (`--format json`):
-/// JSON whose first KiB names leakgate's `schema_version` or `verdict`.
+/// JSON whose first 64 KiB name leakgate's `schema_version` or `verdict`.
 /// A compressed file or one that cannot be read is left to the parser.
 fn is_leakgate_json(path: &Path) -> bool {
-    let mut head = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(64 * 1024).read_to_end(&mut head))
-        .is_ok()
-        && crate::parse::looks_like_json(&head)
-        && (memchr::memmem::find(&head, b"\"schema_version\"").is_some()
-            || memchr::memmem::find(&head, b"\"verdict\"").is_some())
+    head(path, 64 * 1024).is_some_and(|h| {
+        crate::parse::looks_like_json(&h)
+            && (memchr::memmem::find(&h, b"\"schema_version\"").is_some()
+                || memchr::memmem::find(&h, b"\"verdict\"").is_some())
+    })
 }
 
 /// Expands PATH arguments: files as given, directories to their `*.xml` and
