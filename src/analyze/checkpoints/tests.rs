@@ -54,6 +54,30 @@ fn rec(msgs: u32, key: u64, lost: bool, dbytes: i64, dblocks: i64) -> SnapRec {
     }
 }
 
+/// [`resolve`] for one complete process (pid 1) with one finding, `f`,
+/// keyed `key`.
+fn resolve_one(
+    msgs: &[String],
+    snaps: &[SnapRec],
+    finals: &[SnapRec],
+    key: u64,
+    f: &mut Finding,
+) -> Option<PerTestOut> {
+    let key = (key, Some(1));
+    resolve(
+        &mut [(&key, f)],
+        &Inputs {
+            messages: &[msgs],
+            pids: &[Some(1)],
+            complete: &[true],
+            snaps,
+            finals,
+            errors: &[],
+            hidden_reachable: 0,
+        },
+    )
+}
+
 #[test]
 fn a_block_lost_later_belongs_to_the_test_that_allocated_it() {
     // Test a (2 repetitions) allocates a block per run at site 7: still
@@ -75,21 +99,7 @@ fn a_block_lost_later_belongs_to_the_test_that_allocated_it() {
     // At exit: 2 blocks lost, none reachable.
     let finals = vec![rec(0, lost, true, 32, 2)];
     let mut fl = finding("Leak_DefinitelyLost", 32, 2);
-    let key = (lost, Some(1));
-    let mut keyed = vec![(&key, &mut fl)];
-    let out = resolve(
-        &mut keyed,
-        &Inputs {
-            messages: &[&msgs],
-            pids: &[Some(1)],
-            complete: &[true],
-            snaps: &snaps,
-            finals: &finals,
-            errors: &[],
-            hidden_reachable: 0,
-        },
-    )
-    .unwrap();
+    let out = resolve_one(&msgs, &snaps, &finals, lost, &mut fl).unwrap();
     assert_eq!(out.checkpoints, 4);
     assert_eq!(out.repeat, 2);
     let t: Vec<(&str, u64, u64)> = fl
@@ -122,21 +132,7 @@ fn a_leak_seen_only_at_exit_is_not_called_one_time() {
     let finals = vec![rec(0, 2, true, 16, 1)];
     let mut fl = finding("Leak_DefinitelyLost", 16, 1);
     fl.pids = vec![1];
-    let key = (2, Some(1));
-    let mut keyed = vec![(&key, &mut fl)];
-    resolve(
-        &mut keyed,
-        &Inputs {
-            messages: &[&msgs],
-            pids: &[Some(1)],
-            complete: &[true],
-            snaps: &[],
-            finals: &finals,
-            errors: &[],
-            hidden_reachable: 0,
-        },
-    )
-    .unwrap();
+    resolve_one(&msgs, &[], &finals, 2, &mut fl).unwrap();
     assert!(!fl.tests.is_empty(), "{:?}", fl.tests);
     assert!(fl.tests.iter().all(|t| t.kind != "test"), "{:?}", fl.tests);
     assert!(
@@ -275,20 +271,7 @@ fn hostile_deltas_saturate_instead_of_panicking_or_wrapping() {
     ];
     let finals = vec![rec(0, lost, true, i64::MAX, i64::MAX)];
     let mut fl = finding("Leak_DefinitelyLost", u64::MAX, u64::MAX);
-    let key = (lost, Some(1));
-    let mut keyed = vec![(&key, &mut fl)];
-    let out = resolve(
-        &mut keyed,
-        &Inputs {
-            messages: &[&msgs],
-            pids: &[Some(1)],
-            complete: &[true],
-            snaps: &snaps,
-            finals: &finals,
-            errors: &[],
-            hidden_reachable: 0,
-        },
-    );
+    let out = resolve_one(&msgs, &snaps, &finals, lost, &mut fl);
     assert!(out.is_some());
     // Every share saturated instead of wrapping to a small or negative number.
     assert!(!fl.tests.is_empty());
@@ -362,21 +345,7 @@ fn bytes_grown_at_exit_without_a_block_belong_to_the_test_that_lost_it() {
     let snaps = vec![rec(1, lost, true, 16, 1)];
     let finals = vec![rec(0, lost, true, 24, 1)];
     let mut fl = finding("Leak_DefinitelyLost", 24, 1);
-    let key = (lost, Some(1));
-    let mut keyed = vec![(&key, &mut fl)];
-    resolve(
-        &mut keyed,
-        &Inputs {
-            messages: &[&msgs],
-            pids: &[Some(1)],
-            complete: &[true],
-            snaps: &snaps,
-            finals: &finals,
-            errors: &[],
-            hidden_reachable: 0,
-        },
-    )
-    .unwrap();
+    resolve_one(&msgs, &snaps, &finals, lost, &mut fl).unwrap();
     let t: Vec<(&str, u64, u64)> = fl
         .tests
         .iter()
