@@ -17,7 +17,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn liblsan() -> bool {
+pub(crate) fn liblsan() -> bool {
     let ok = [
         "/usr/lib/x86_64-linux-gnu/liblsan.so.0",
         "/usr/lib64/liblsan.so.0",

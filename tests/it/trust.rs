@@ -175,17 +175,6 @@ fn analyze_refuses_a_json_report() {
     assert_eq!(common::code(&out), 3, "{}", common::show(&out));
 }
 
-fn liblsan() -> bool {
-    let ok = Command::new("gcc")
-        .arg("-print-file-name=liblsan.so.0")
-        .output()
-        .is_ok_and(|o| Path::new(String::from_utf8_lossy(&o.stdout).trim()).is_absolute());
-    if !ok {
-        common::require_or_skip("no liblsan (Debian: liblsan0)");
-    }
-    ok
-}
-
 fn build(dir: &Path, name: &str, code: &str) -> String {
     let src = dir.join(format!("{name}.c"));
     std::fs::write(&src, code).unwrap();
@@ -206,7 +195,7 @@ fn build(dir: &Path, name: &str, code: &str) -> String {
 /// program passes with one process.
 #[test]
 fn lsan_crashes_fail_and_clean_programs_pass() {
-    if !liblsan() {
+    if !crate::engines::liblsan() {
         return;
     }
     let tmp = common::tempdir();
