@@ -486,25 +486,8 @@ mod tests {
 
     #[test]
     fn ci_outputs_show_an_indirect_part_under_its_leak_only() {
-        use crate::report::{Category, Kind, Location};
-        let leak = |kind: Kind, fp: &str, line: u32, bytes: u64, direct: u64| Finding {
-            fingerprint: fp.into(),
-            kind,
-            category: Category::User,
-            bytes: Some(bytes),
-            direct_bytes: Some(direct),
-            blocks: Some(1),
-            pids: vec![7],
-            location: Some(Location {
-                function: Some("make_tree".into()),
-                file: Some("m.c".into()),
-                path: None,
-                line: Some(line),
-                object: None,
-                generated: None,
-            }),
-            ..Finding::default()
-        };
+        use crate::report::Kind;
+        let leak = crate::render::test_leak;
         let mut fs = vec![
             leak(Kind::DefinitelyLost, "tree", 3, 48, 16),
             leak(Kind::IndirectlyLost, "leaf", 4, 32, 32),

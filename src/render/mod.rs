@@ -193,6 +193,36 @@ pub(crate) fn test_report(
     .unwrap()
 }
 
+/// A user leak of `kind` in `make_tree` at `m.c:line` (pid 7, one block),
+/// `bytes` in all of which `direct` direct, for the renderers' unit tests.
+#[cfg(test)]
+pub(crate) fn test_leak(
+    kind: crate::report::Kind,
+    fingerprint: &str,
+    line: u32,
+    bytes: u64,
+    direct: u64,
+) -> Finding {
+    Finding {
+        fingerprint: fingerprint.into(),
+        kind,
+        category: crate::report::Category::User,
+        bytes: Some(bytes),
+        direct_bytes: Some(direct),
+        blocks: Some(1),
+        pids: vec![7],
+        location: Some(crate::report::Location {
+            function: Some("make_tree".into()),
+            file: Some("m.c".into()),
+            path: None,
+            line: Some(line),
+            object: None,
+            generated: None,
+        }),
+        ..Finding::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

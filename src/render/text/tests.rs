@@ -181,24 +181,7 @@ fn a_leak_at_exit_is_not_labelled_one_time() {
 
 #[test]
 fn the_summary_counts_bytes_and_findings_as_the_findings_say_them() {
-    let leak = |kind: crate::report::Kind, fp: &str, line: u32, bytes: u64, direct: u64| Finding {
-        fingerprint: fp.into(),
-        kind,
-        category: crate::report::Category::User,
-        bytes: Some(bytes),
-        direct_bytes: Some(direct),
-        blocks: Some(1),
-        pids: vec![7],
-        location: Some(crate::report::Location {
-            function: Some("make_tree".into()),
-            file: Some("m.c".into()),
-            path: None,
-            line: Some(line),
-            object: None,
-            generated: None,
-        }),
-        ..Finding::default()
-    };
+    let leak = crate::render::test_leak;
     use crate::report::Kind::{DefinitelyLost, IndirectlyLost};
     let mut findings = vec![
         leak(DefinitelyLost, "tree", 3, 232, 56),
