@@ -438,30 +438,6 @@ fn given_text(argv: &[String], slot: &Slot) -> String {
     }
 }
 
-/// The Python that runs a pytest command: argv[0] when it is Python
-/// (`python -m pytest`), else the interpreter of the `pytest` script's
-/// shebang (`#!/venv/bin/python`, `#!/usr/bin/env python3`).
-pub(super) fn target_python(argv: &[String]) -> Option<PathBuf> {
-    let first = argv.first()?;
-    let base = first.rsplit('/').next().unwrap_or(first);
-    if super::target::is_python_name(base) {
-        return super::target::resolve_target(first).ok();
-    }
-    let script = super::target::resolve_target(first).ok()?;
-    let head = std::fs::read(&script).ok()?;
-    let line = head.strip_prefix(b"#!")?.split(|b| *b == b'\n').next()?;
-    let line = String::from_utf8_lossy(line);
-    let mut words = line.split_whitespace();
-    let mut prog = words.next()?;
-    if prog.rsplit('/').next() == Some("env") {
-        prog = words.find(|w| !w.starts_with('-') && !w.contains('='))?;
-    }
-    let base = prog.rsplit('/').next().unwrap_or(prog);
-    super::target::is_python_name(base)
-        .then(|| super::target::resolve_target(prog).ok())
-        .flatten()
-}
-
 /// Whether `python` can import pytest-xdist (`python -c "import xdist"`,
 /// natively); `None` when it could not be asked.
 fn imports_xdist(python: &Path) -> Option<bool> {
@@ -483,7 +459,7 @@ pub(super) fn xdist_missing(argv: &[String]) -> Option<(PathBuf, String)> {
         return None;
     }
     let (slot, _) = last_slot(argv)?;
-    let python = target_python(argv)?;
+    let python = super::target::target_python(argv.first()?)?;
     match imports_xdist(&python) {
         Some(false) => Some((python, given_text(argv, &slot))),
         _ => None,
