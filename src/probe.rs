@@ -28,9 +28,15 @@ pub const CHECKER_PREFIX: &str = "leakgate-checker ";
 
 /// A forked checker's line (`{"seq", "objects"}` as JSON after it) when a
 /// full garbage collection would have freed objects at its checkpoint,
-/// where the process had collected only the young generations: leakgate
+/// where the process had collected only the young generations, and the
+/// checker could not collect fully in its own copy (no sandbox): leakgate
 /// then runs the target again with `LEAKGATE_COLLECT=full`.
 pub const GARBAGE_PREFIX: &str = "leakgate-garbage ";
+
+/// A forked checker's line (`{"seq", "objects"}`) when it collected fully
+/// in its own, sandboxed copy of the process before its check (what a full
+/// collection at the checkpoint would have freed): nothing runs again.
+pub const GARBAGE_COLLECTED_PREFIX: &str = "leakgate-garbage-collected ";
 
 /// What the exit hook's `<clientmsg>` (`gcleaks.c`: how many objects the
 /// garbage collector listed, how many it took out of its lists) starts with.

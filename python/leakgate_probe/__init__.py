@@ -258,10 +258,15 @@ FORKED_PREFIX = "leakgate-checkpoint-forked "
 #: What a checker's log starts with (``{"parent", "seq"}`` after it).
 CHECKER_PREFIX = "leakgate-checker "
 #: A checker's line when a full collection would have freed objects at its
-#: checkpoint, which the process collected only young objects for
-#: (``{"seq", "objects"}``; -1: not known): leakgate runs the target again
+#: checkpoint, which the process collected only young objects for, and the
+#: checker could not collect fully in its own copy (``_collect_in_copy``;
+#: ``{"seq", "objects"}``; -1: not known): leakgate runs the target again
 #: with full collections (``LEAKGATE_COLLECT=full``).
 GARBAGE_PREFIX = "leakgate-garbage "
+#: A checker's line when it collected fully in its own copy instead
+#: (``_collect_in_copy``; ``{"seq", "objects"}``): its check is the one a
+#: full collection at the checkpoint gives, and nothing runs again.
+GARBAGE_COLLECTED_PREFIX = "leakgate-garbage-collected "
 
 _os_exit = os._exit  # the real one: the sanitizer engines wrap os._exit
 _checkers = []  # the read ends of the pipes the running checkers hold open
@@ -527,8 +532,8 @@ def checkpoint(label, kind="checkpoint", rep=None, of=None, collect=True, index=
         # A test's checkpoint with a forked check collects the young
         # generations only (a full collection writes to every tracked
         # object, each page a copy while checkers share it: 12-15 ms); the
-        # checker tells whether a full one would have freed more
-        # (``GARBAGE_PREFIX``), and then leakgate runs the target again.
+        # checker tells whether a full one would have freed more, and then
+        # collects fully in its own copy (``_collect_in_copy``).
         gc.collect(1 if young else 2)
     _seq += 1
     if san is not None:
@@ -663,15 +668,21 @@ def _fork_check(san, marker, young=False, kind="checkpoint"):
                     return  # (the finally below ends this copy)
                 san[0](marker)
                 garbage = -1
+                collected = False
                 if gc_mod is not None:
                     # This copy ends after its check: what only the
                     # collector's lists hold may leave them (gcleaks.c).
                     try:
-                        gc_mod.checker(young)
-                        garbage = gc_mod.garbage()
+                        if young:
+                            garbage = gc_mod.pending()
+                            collected = garbage > 0 and _collect_in_copy(gc_mod)
+                        gc_mod.checker(False)
                     except Exception:  # the check runs all the same
                         pass
-                if young and garbage != 0:
+                if collected:
+                    line = GARBAGE_COLLECTED_PREFIX + json.dumps({"seq": _seq, "objects": garbage})
+                    san[0](line.encode("ascii"))
+                elif young and garbage != 0:
                     line = GARBAGE_PREFIX + json.dumps({"seq": _seq, "objects": garbage})
                     san[0](line.encode("ascii"))
                 san[1]()
@@ -692,6 +703,63 @@ def _fork_check(san, marker, young=False, kind="checkpoint"):
 
         atexit.register(_checkers_at_exit)
         _checker_wait_at_exit = True
+    return True
+
+
+def _log_fd():
+    """The descriptor of this process's sanitizer log (``log_path`` of the
+    runtime's options, which leakgate sets last, plus ``.PID``), open once
+    something was written to it; None when not found."""
+    name = "ASAN_OPTIONS" if os.environ.get("LEAKGATE_ENGINE") == "asan" else "LSAN_OPTIONS"
+    path = None
+    for opt in os.environ.get(name, "").replace(" ", ":").split(":"):
+        if opt.startswith("log_path="):
+            path = opt[len("log_path=") :]
+    if not path:
+        return None
+    want = os.path.realpath("%s.%d" % (path, os.getpid()))
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        try:
+            if os.readlink("/proc/self/fd/" + fd) == want:
+                return int(fd)
+        except (OSError, ValueError):
+            pass
+    return None
+
+
+def _collect_in_copy(gc_mod):
+    """A full garbage collection in a checker's copy of the process, when
+    its checkpoint collected only the young generations and a full one
+    would free more: what the garbage held may have been lost in the test,
+    and this check is then the one a full collection at the checkpoint
+    would give. First the sandbox (``gcleaks.c``, ``sandbox()``): every
+    system call that reaches outside the copy (writes but to the log,
+    deleting, sending, signalling other processes) fails from then on, so
+    the finalizers the collection runs change nothing the process will do
+    again itself. A finalizer that hangs ends the copy after 120 s (the
+    process is then incomplete, never passed). Returns False, having done
+    nothing, where the sandbox cannot be set up (leakgate then runs the
+    target again with full collections) or ``LEAKGATE_CHECKER_COLLECT=0``."""
+    if os.environ.get("LEAKGATE_CHECKER_COLLECT", "1") == "0":
+        return False
+    fd = _log_fd()
+    if fd is None:
+        return False
+    try:
+        gc_mod.sandbox(fd)
+    except (OSError, AttributeError):
+        return False
+    try:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(120)
+    except (OSError, ValueError):
+        pass
+    del gc.callbacks[:]  # the process's own, not this copy's business
+    gc.collect()
     return True
 
 

@@ -41,10 +41,15 @@
  * runs after this hook, reports what nothing else holds.
  *
  * In a forked checker (`checker()`) it first tells whether a full
- * collection would free anything now (`garbage()`, the collector's own
+ * collection would free anything now (`pending()`, the collector's own
  * reachability test, read-only): a test's checkpoint there collects only
- * the young generations, and leakgate runs the target again with full
- * collections when a checker finds more.
+ * the young generations. When the checker finds more, it collects fully
+ * in its own copy, inside a sandbox (`sandbox()`: a seccomp filter that
+ * makes every system call with an effect outside the copy fail, so that
+ * the finalizers the collection runs cannot write, delete, send or signal
+ * anything the process itself will do again when it collects), and then
+ * checks; only where the sandbox cannot be set up does leakgate run the
+ * target again with full collections.
  *
  * It is loaded as the extension module `_leakgate_gc` (`arm()`, `result()`);
  * what it did goes into the XML report as a `<clientmsg>` starting with
@@ -67,6 +72,18 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#endif
 
 #include "leakgate_probe.h"
 
@@ -590,6 +607,192 @@ arm(PyObject *self, PyObject *unused)
     return PyUnicode_FromString("armed");
 }
 
+/* Forgets the nodes and the table, for a second walk of the lists. */
+static void
+reset_nodes(void)
+{
+    if (nodes != NULL)
+        memset(nodes, 0, n_nodes * sizeof *nodes);
+    n_nodes = 0;
+    n_collected = 0;
+    if (tab_key != NULL)
+        munmap(tab_key, tab_cap * sizeof *tab_key);
+    if (tab_val != NULL)
+        munmap(tab_val, tab_cap * sizeof *tab_val);
+    tab_key = NULL;
+    tab_val = NULL;
+    tab_cap = 0;
+}
+
+/* _leakgate_gc.pending(): how many tracked objects a full collection would
+ * free now (cyclic garbage; -1: not known), read-only; the lists are left
+ * as they are. */
+static PyObject *
+pending(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    if (interp != PyInterpreterState_Main())
+        return PyLong_FromLong(-1);
+    gcstate = &interp->gc;
+    reset_nodes();
+    size_t g = (size_t)-1;
+    if (collect_nodes() == 0) {
+        for (size_t i = 0; i < n_nodes; i++)
+            traverse(i, count_ref, NULL);
+        g = count_garbage();
+    }
+    reset_nodes();
+    return PyLong_FromSsize_t(g == (size_t)-1 ? -1 : (Py_ssize_t)g);
+}
+
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
+#if defined(__x86_64__)
+#define SANDBOX_ARCH AUDIT_ARCH_X86_64
+#else
+#define SANDBOX_ARCH AUDIT_ARCH_AARCH64
+#endif
+#define ARG_LO(k) (offsetof(struct seccomp_data, args) + 8 * (k))
+#define DENY BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
+#define ALLOW BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
+#define LOAD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+#define SANDBOX_MAX 256
+
+struct prog {
+    struct sock_filter f[SANDBOX_MAX];
+    unsigned short n;
+    int full; /* an instruction did not fit: refused */
+};
+
+static void
+emit(struct prog *p, struct sock_filter s)
+{
+    if (p->n < SANDBOX_MAX)
+        p->f[p->n++] = s;
+    else
+        p->full = 1;
+}
+
+/* `nr`: allowed only when its argument `arg` equals `value`. */
+static void
+only_with(struct prog *p, long nr, int arg, unsigned int value)
+{
+    emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned int)nr, 0, 4));
+    emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(arg)));
+    emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, value, 0, 1));
+    emit(p, (struct sock_filter)ALLOW);
+    emit(p, (struct sock_filter)DENY);
+}
+
+/* `nr`: denied when its argument `arg` has any of the bits of `mask`. */
+static void
+deny_bits(struct prog *p, long nr, int arg, unsigned int mask)
+{
+    emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned int)nr, 0, 4));
+    emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(arg)));
+    emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, mask, 0, 1));
+    emit(p, (struct sock_filter)DENY);
+    emit(p, (struct sock_filter)ALLOW);
+}
+
+static void
+deny(struct prog *p, long nr)
+{
+    emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned int)nr, 0, 1));
+    emit(p, (struct sock_filter)DENY);
+}
+#endif
+
+/* _leakgate_gc.sandbox(fd): in a forked checker only, before it collects
+ * fully in its copy. A seccomp filter makes every system call that would
+ * reach outside the copy fail with EPERM: writes to any descriptor but
+ * `fd` (the runtime's log), opening a file for writing, deleting,
+ * renaming, truncating, creating or changing files, sending, connecting,
+ * and signals to other processes. A finalizer of the collected garbage
+ * (a file's flush, a temporary directory's removal, a pool's terminate)
+ * then changes nothing the process itself will do again when it collects
+ * the same garbage. Reading, memory and the runtime's own leak check
+ * (clone, ptrace, waitpid) are left as they are. Raises OSError where it
+ * cannot be set up (then leakgate runs the target again with full
+ * collections instead). Never call it in a process that goes on. */
+static PyObject *
+sandbox(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int fd;
+    if (!PyArg_ParseTuple(args, "i", &fd))
+        return NULL;
+#if defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
+    unsigned int me = (unsigned int)getpid();
+    struct prog p;
+    p.n = 0;
+    p.full = 0;
+    emit(&p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                                          offsetof(struct seccomp_data, arch)));
+    emit(&p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SANDBOX_ARCH, 1, 0));
+    emit(&p, (struct sock_filter)DENY);
+    emit(&p, (struct sock_filter)LOAD_NR);
+    /* Writes: the log only. */
+    only_with(&p, SYS_write, 0, (unsigned int)fd);
+    only_with(&p, SYS_writev, 0, (unsigned int)fd);
+    only_with(&p, SYS_pwrite64, 0, (unsigned int)fd);
+    only_with(&p, SYS_pwritev, 0, (unsigned int)fd);
+#ifdef SYS_pwritev2
+    only_with(&p, SYS_pwritev2, 0, (unsigned int)fd);
+#endif
+    /* Signals: this process only. */
+    only_with(&p, SYS_kill, 0, me);
+    only_with(&p, SYS_tkill, 0, me);
+    only_with(&p, SYS_tgkill, 0, me);
+    only_with(&p, SYS_rt_sigqueueinfo, 0, me);
+    only_with(&p, SYS_rt_tgsigqueueinfo, 0, me);
+#ifdef SYS_pidfd_send_signal
+    deny(&p, SYS_pidfd_send_signal);
+#endif
+    unsigned int writing = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+    deny_bits(&p, SYS_openat, 2, writing);
+#ifdef SYS_open
+    deny_bits(&p, SYS_open, 1, writing);
+    deny(&p, SYS_creat);
+#endif
+#ifdef SYS_openat2
+    deny(&p, SYS_openat2);
+#endif
+    static const long denied[] = {
+        SYS_unlinkat, SYS_renameat, SYS_truncate, SYS_ftruncate, SYS_fallocate,
+        SYS_mkdirat, SYS_mknodat, SYS_symlinkat, SYS_linkat, SYS_fchmod, SYS_fchmodat,
+        SYS_fchown, SYS_fchownat, SYS_utimensat, SYS_sendto, SYS_sendmsg, SYS_sendmmsg,
+        SYS_shutdown, SYS_connect, SYS_bind, SYS_listen, SYS_sendfile, SYS_splice, SYS_tee,
+        SYS_vmsplice, SYS_copy_file_range, SYS_setxattr, SYS_fsetxattr, SYS_lsetxattr,
+        SYS_removexattr, SYS_fremovexattr, SYS_lremovexattr, SYS_flock, SYS_msync,
+#ifdef SYS_renameat2
+        SYS_renameat2,
+#endif
+#ifdef SYS_unlink
+        SYS_unlink, SYS_rmdir, SYS_rename, SYS_mkdir, SYS_mknod, SYS_symlink, SYS_link,
+        SYS_chmod, SYS_chown, SYS_lchown, SYS_utimes, SYS_utime, SYS_futimesat,
+#endif
+    };
+    for (size_t k = 0; k < sizeof denied / sizeof denied[0]; k++)
+        deny(&p, denied[k]);
+    emit(&p, (struct sock_filter)ALLOW);
+    if (p.full) {
+        PyErr_SetString(PyExc_OSError, "sandbox: filter too long");
+        return NULL;
+    }
+    struct sock_fprog fprog = {p.n, p.f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0, 0) != 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_NONE;
+#else
+    (void)fd;
+    PyErr_SetString(PyExc_OSError, "sandbox: not on this platform");
+    return NULL;
+#endif
+}
+
 /* LeakSanitizer's interface, when it is preloaded (weak: absent otherwise). */
 extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
 
@@ -661,6 +864,10 @@ static PyMethodDef gc_methods[] = {
     {"result", get_result, METH_NOARGS, "What the exit hook did."},
     {"garbage", get_garbage, METH_NOARGS,
      "After checker(): the objects a full collection would have freed (-1: unknown)."},
+    {"pending", pending, METH_NOARGS,
+     "The objects a full collection would free now (-1: unknown); read-only."},
+    {"sandbox", sandbox, METH_VARARGS,
+     "In a forked checker only: system calls that reach outside the copy fail from now on."},
     {"checker", checker, METH_VARARGS,
      "In a forked checker only: takes what only the lists hold out of them."},
     {NULL, NULL, 0, NULL},

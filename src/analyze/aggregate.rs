@@ -36,6 +36,10 @@ pub struct Analysis {
     /// Records read that are not records of the report (checkpoint
     /// snapshots, hidden still-reachable noise).
     pub outside_records: u64,
+    /// Records beyond the one that cut records were split into by an
+    /// exact re-run (`stacks::Exact::Split`): the analysis saw them on top
+    /// of what the parser read.
+    pub split_records: u64,
 }
 
 /// Options of an analysis beyond what is yours and the suppressions.
@@ -128,6 +132,8 @@ pub struct Aggregator {
     /// snapshots, hidden still-reachable noise): kept for the conservation
     /// check.
     outside: u64,
+    /// See [`Analysis::split_records`].
+    split: u64,
 }
 
 /// Sees every record once, after attribution and the existing suppressions
@@ -178,6 +184,7 @@ impl Aggregator {
             options: Options::default(),
             hidden_reachable: 0,
             outside: 0,
+            split: 0,
         }
     }
 
@@ -241,9 +248,20 @@ impl Aggregator {
         if let Some(map) = &self.options.origins {
             super::origins::fill(&mut rec, map);
         }
-        if let Some(map) = &self.options.stacks {
-            super::stacks::fill(&mut rec, map);
+        if let Some(map) = self.options.stacks.clone()
+            && let Some(recs) = super::stacks::expand(&rec, &map)
+        {
+            self.split += recs.len().saturating_sub(1) as u64;
+            for r in recs {
+                self.add_filled(r, process);
+            }
+            return;
         }
+        self.add_filled(rec, process);
+    }
+
+    /// [`Self::add`] once the record has its origins and exact stack.
+    fn add_filled(&mut self, rec: Record, process: &ProcessInfo) {
         let t0 = std::time::Instant::now();
         let att = self.attributor.attribute(&rec);
         let t1 = std::time::Instant::now();
@@ -448,6 +466,7 @@ impl Aggregator {
         );
         self.hidden_reachable += other.hidden_reachable;
         self.outside += other.outside;
+        self.split += other.split;
     }
 
     /// Finishes: findings sorted (user first, then by kind severity and bytes),
@@ -538,6 +557,7 @@ impl Aggregator {
             timings: self.timings,
             per_test,
             outside_records: self.outside,
+            split_records: self.split,
         }
     }
 }

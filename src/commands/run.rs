@@ -91,6 +91,11 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
             started.elapsed().as_secs_f64()
         ));
     }
+    // Checkers that collected fully in their own copies (the run whose
+    // reports are analysed, unless a whole exact re-run below replaces it).
+    let mut copies = (out.engine != crate::run::Engine::Valgrind)
+        .then(|| super::unwind::collected_in_copies(&out.reports))
+        .flatten();
     let mut unwind = if cfg.slow_unwind { "exact" } else { "fast" }.to_string();
     let mut stacks = None;
     if out.engine != crate::run::Engine::Valgrind && !cfg.slow_unwind {
@@ -106,15 +111,19 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
             analyze::Options::default(),
         )?;
         let cut = seen.lock().expect("cut observer").clone();
-        if cut.count > 0 {
+        if cut.count > 0 || !cut.skipped.is_empty() {
             let e =
                 super::unwind::rerun_exact(&cfg, out, &cut, &mut Attributor::new(spec.clone()))?;
             out = e.out;
+            if e.unwind == "exact" {
+                copies = None;
+            }
             stacks = e.stacks;
             unwind = e.unwind;
-            notes.push(e.note);
+            notes.extend(e.note);
         }
     }
+    notes.extend(copies);
     let runtime_exit = super::unwind::runtime_exit(&out);
     notes.extend(runtime_exit.clone());
     if let Some(g) = &mut gen_supp {

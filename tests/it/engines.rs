@@ -334,6 +334,25 @@ fn pytest_cut_stacks_rerun_only_the_tests_concerned() {
     );
     let unwind = l["engine"]["unwind"].as_str().unwrap();
     assert!(unwind.starts_with("fast, exact for "), "{unwind}");
+    // A cut leak made while collection imported a test module: the
+    // collection alone runs again, not the whole suite.
+    std::fs::write(
+        dir.join("test_importcut.py"),
+        "import leakext\n\nleakext.leak_bytes()\n\n\
+         def test_clean():\n    leakext.clean()\n\n\
+         def test_clean_too():\n    leakext.clean()\n",
+    )
+    .unwrap();
+    let l = same_user_leaks(&dir, &pytest_cmd(&py, "test_importcut.py"));
+    let notes = l["notes"].to_string();
+    assert!(
+        notes.contains("re-ran the collection only (no test) with exact unwinding"),
+        "{notes}"
+    );
+    assert_eq!(
+        l["engine"]["unwind"], "fast, exact for the collection",
+        "{notes}"
+    );
 }
 
 /// Checker turns (`run::turns`): in a suite of 30 quick tests that leak in
@@ -459,20 +478,28 @@ fn gc_listed_leaks_same_as_valgrind_and_keepers_pass() {
 /// generations (a full collection writes to every tracked object, each
 /// page then a copy while checkers share it); the checker tells whether a
 /// full one would have freed more. Here a test leaves a cycle in the oldest
-/// generation that holds the only other reference to two leaked lists:
-/// the checker says so, the target runs again with full collections, and
-/// the leaks are named under that test, as Valgrind names them. A suite
-/// without such garbage runs once.
+/// generation that holds the only other reference to two leaked lists, and
+/// an object whose finalizer appends to a file: the checker collects fully
+/// in its own sandboxed copy, so the leaks are named under that test, as
+/// Valgrind names them, nothing runs again, and the finalizer's write
+/// happens once (the process's own collection), not again in the copy.
+/// Where the copy cannot collect (`LEAKGATE_CHECKER_COLLECT=0` stands in
+/// for a system without seccomp), the target runs again with full
+/// collections, with the same leaks. A suite without such garbage runs
+/// once, without either note.
 #[test]
-fn old_garbage_at_a_checkpoint_runs_again_with_full_collections() {
+fn old_garbage_at_a_checkpoint_is_collected_in_the_checker_s_copy() {
     let Some((_tmp, dir, py)) = pytest_ext("gcleaks") else {
         return;
     };
     std::fs::write(
         dir.join("test_old.py"),
-        "import gc\nimport gcext\n\n\
+        "import gc\nimport os\nimport gcext\n\n\
+         class Fin:\n    def __del__(self):\n\
+         \x20       with open('fin-' + os.environ.get('LEAKGATE_ENGINE', 'valgrind') + '.txt', 'a') as f:\n\
+         \x20           f.write('finalized\\n')\n\n\
          def test_clean():\n    assert gcext.pack_pair_fixed()\n\n\
-         def test_old_garbage():\n    t = gcext.pack_pair()\n    cyc = [t]\n    cyc.append(cyc)\n\
+         def test_old_garbage():\n    t = gcext.pack_pair()\n    cyc = [t, Fin()]\n    cyc.append(cyc)\n\
          \x20   gc.collect()  # cyc and t move to the oldest generation\n    del t, cyc\n\n\
          def test_clean_again():\n    assert gcext.pack_pair_fixed()\n",
     )
@@ -485,28 +512,73 @@ fn old_garbage_at_a_checkpoint_runs_again_with_full_collections() {
             .all(|s| s.contains("test_old.py::test_old_garbage")),
         "{leaks:?}"
     );
-    let notes: Vec<&str> = l["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|n| n.as_str())
-        .collect();
-    let note = notes
-        .iter()
-        .find(|n| n.contains("full garbage collection at every checkpoint"))
-        .unwrap_or_else(|| panic!("no re-run note: {notes:?}"));
-    assert!(
-        note.contains("after test_old.py::test_old_garbage found 2 objects"),
-        "{note}"
-    );
-    assert!(
-        l["environment"]
+    let notes = |r: &Value| -> Vec<String> {
+        r["notes"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|e| e.as_str().unwrap().starts_with("LEAKGATE_COLLECT=full")),
+            .filter_map(|n| n.as_str().map(str::to_string))
+            .collect()
+    };
+    let env_has = |r: &Value, v: &str| {
+        r["environment"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().starts_with(v))
+    };
+    let n = notes(&l);
+    let note = n
+        .iter()
+        .find(|n| n.contains("own sandboxed copy"))
+        .unwrap_or_else(|| panic!("no note of the copy's collection: {n:?}"));
+    assert!(
+        note.contains("the first after test_old.py::test_old_garbage"),
+        "{note}"
+    );
+    assert!(
+        !n.iter().any(|n| n.contains("ran again with a full")),
+        "{n:?}"
+    );
+    assert!(
+        !env_has(&l, "LEAKGATE_COLLECT=full"),
         "{}",
         l["environment"]
+    );
+    // Once per run of the test: the first run's, and the exact re-run's
+    // when its stacks were cut (the checkers' copies wrote nothing).
+    let reran = n.iter().filter(|n| n.contains("re-ran 1 test")).count();
+    for (engine, runs) in [("valgrind", 1), ("lsan", 1 + reran)] {
+        let fin =
+            std::fs::read_to_string(dir.join(format!("fin-{engine}.txt"))).unwrap_or_default();
+        assert_eq!(
+            fin,
+            "finalized\n".repeat(runs),
+            "{engine}: the finalizer ran once per run"
+        );
+    }
+    // Without the copy's collection: the whole run again, the same leaks.
+    let (_, fallback, err) = run_env(
+        &dir,
+        "lsan",
+        &[("LEAKGATE_CHECKER_COLLECT", "0")],
+        &[],
+        &pytest_cmd(&py, "test_old.py"),
+    );
+    assert_eq!(user_leaks(&fallback), leaks, "{err}");
+    let n = notes(&fallback);
+    let note = n
+        .iter()
+        .find(|n| n.contains("full garbage collection at every checkpoint"))
+        .unwrap_or_else(|| panic!("no re-run note: {n:?}"));
+    assert!(
+        note.contains("after test_old.py::test_old_garbage found 3 objects"),
+        "{note}"
+    );
+    assert!(
+        env_has(&fallback, "LEAKGATE_COLLECT=full"),
+        "{}",
+        fallback["environment"]
     );
     let (_, plain, err) = run(&dir, "lsan", &[], &pytest_cmd(&py, "test_gc.py"));
     assert!(
