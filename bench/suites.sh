@@ -24,6 +24,13 @@
 #   lsan:     leakgate run --engine lsan --format json -o R -- python -m pytest ...;
 #   valgrind: leakgate run --format json -o R -- python -m pytest ... (the
 #             default engine: long, cbor2 takes about half an hour).
+# and, not in the default, to see where lsan's time goes (no leakgate, no
+# checkpoints, no leak check):
+#   malloc:   PYTHONMALLOC=malloc python -m pytest ...;
+#   lsanrt:   the same with LeakSanitizer's runtime preloaded (its allocator
+#             and fast-unwound allocation stacks), detect_leaks=0;
+#   lsanrt-exact: the same with exact unwinding (fast_unwind_on_malloc=0,
+#             malloc_context_size=40: what leakgate's exact re-run sets).
 # Every run's wall, user and system seconds and peak RSS (/usr/bin/time %M:
 # the largest single process's maximum resident set, not the sum over
 # processes), the load average before and after it, its output and its
@@ -51,6 +58,7 @@ BASEPY=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
 cargo build --release -q
 LG="$REPO/target/release/leakgate"
 mkdir -p "$WORK/sdist" "$RESULTS"
+LIBLSAN=$(gcc -print-file-name=liblsan.so)
 
 # What each suite installs and runs.
 declare -A SPEC=([cbor2]="cbor2==5.9.0" [msgpack]="msgpack==1.1.2"
@@ -125,6 +133,10 @@ measure() {
     case "$m" in
         native) ;;
         memcheck) pre=(env PYTHONMALLOC=malloc valgrind --leak-check=full --xml=yes "--xml-file=$base.xml") ;;
+        malloc) pre=(env PYTHONMALLOC=malloc) ;;
+        lsanrt) pre=(env PYTHONMALLOC=malloc "LD_PRELOAD=$LIBLSAN" LSAN_OPTIONS=detect_leaks=0) ;;
+        lsanrt-exact) pre=(env PYTHONMALLOC=malloc "LD_PRELOAD=$LIBLSAN"
+            LSAN_OPTIONS=detect_leaks=0:fast_unwind_on_malloc=0:malloc_context_size=40) ;;
         lsan) pre=("$LG" run --engine lsan --src-root "$d/src/${SDIST[$s]}" --format json -o "$base.json" --) ;;
         valgrind) pre=("$LG" run --src-root "$d/src/${SDIST[$s]}" --format json -o "$base.json" --) ;;
         *) log "unknown measurement $m"; return 2 ;;

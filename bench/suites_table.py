@@ -20,7 +20,8 @@ memcheck, lsan, valgrind) and prints one row per suite:
   user findings:    leakgate's user findings per engine (DL definite, IL
                     indirect, PL possibly lost, E memory errors).
 Below the table, every user finding with its kind, file:line, function, bytes
-and tests, per engine, and the load averages around each run.
+and tests, per engine, and every run (the extra measurements malloc, lsanrt,
+lsanrt-exact too): wall, CPU, exit code, the load averages around it, its log.
 Standard library only.
 """
 import glob
@@ -31,6 +32,7 @@ import statistics
 import sys
 
 MEASURES = ("native", "lsan", "valgrind", "memcheck")
+EXTRA = ("malloc", "lsanrt", "lsanrt-exact")
 SHORT = {
     "Leak_DefinitelyLost": "DL",
     "Leak_IndirectlyLost": "IL",
@@ -105,8 +107,9 @@ def pytest_runs(log):
                 m = re.search(r"^=*\s*(.*\b(?:passed|failed|errors?|deselected)\b.*) in ([\d.]+)s", ln)
                 if m:
                     c = dict((k, int(n)) for n, k in re.findall(r"(\d+) (\w+)", m.group(1)))
-                    ran = sum(v for k, v in c.items() if k not in ("deselected", "warnings", "warning"))
-                    out.append(f"{ran} in {float(m.group(2)):.0f}s")
+                    ran = sum(v for k, v in c.items() if k not in ("deselected", "warnings", "warning", "subtests"))
+                    bad = c.get("failed", 0) + c.get("error", 0) + c.get("errors", 0)
+                    out.append(f"{ran}" + (f" ({bad} failed)" if bad else "") + f" in {float(m.group(2)):.0f}s")
     except OSError:
         pass
     return out
@@ -140,7 +143,8 @@ def detail(f):
     t = ", ".join(tests[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
     return (
         f"{SHORT.get(f.get('kind'), f.get('kind'))} {loc.get('file')}:{loc.get('line')} "
-        f"in {loc.get('function')} ({f.get('bytes')} B)" + (f" [{t}]" if t else "")
+        f"in {loc.get('function')}" + (f" ({f.get('bytes')} B)" if f.get("bytes") is not None else "")
+        + (f" [{t}]" if t else "")
     )
 
 
@@ -181,9 +185,11 @@ def main(argv):
             if m != "memcheck":
                 runs_ = pytest_runs([lg for _, _, rp, lg in r[m] if rp][0])
                 rr.append(f"{m}: {reruns(rep)}" + (
-                    f" (pytest runs: {', '.join(runs_)})" if len(runs_) > 1 else ""))
+                    f" (pytest runs: {', '.join(runs_)})" if len(runs_) > 1 or "failed" in "".join(runs_) else ""))
                 ck.append(f"{m}: {checks(rep)}")
-            fnd.append(f"{m}: {kinds(rep)}")
+            status = (rep.get("verdict") or {}).get("status")
+            fnd.append(f"{m}" + (f" ({status})" if status and status not in ("pass", "fail") else "")
+                       + f": {kinds(rep)}")
             details.append((s, m, rep))
         peak = "/".join("-" if not r[m] else f"{med(r[m], 'rss'):.0f}" for m in MEASURES)
         print(f"| {s} | {tests} | {fmt(nat)} | {lcol} | {vcol} | {fmt(mc)} | "
@@ -196,7 +202,7 @@ def main(argv):
             print(f"  - {detail(f)}")
     print()
     for s in suites:
-        for m in MEASURES:
+        for m in MEASURES + EXTRA:
             for i, t, _, log in runs(res, s, m):
                 print(f"{s} {m} run {i}: wall {t['wall']:.1f} s, CPU {t['cpu']:.1f} s, "
                       f"exit {t.get('exit', '?')}, load before {t.get('load before', '?')[:14]}, "
