@@ -20,8 +20,10 @@ memcheck, lsan, valgrind) and prints one row per suite:
   user findings:    leakgate's user findings per engine (DL definite, IL
                     indirect, PL possibly lost, E memory errors).
 Below the table, every user finding with its kind, file:line, function, bytes
-and tests, per engine, and every run (the extra measurements malloc, lsanrt,
-lsanrt-exact too): wall, CPU, exit code, the load averages around it, its log.
+and tests, per engine; whether lsan's definite and indirect leaks are the
+Valgrind engine's (bench/pertest_compare.py --leaks); and every run (the
+extra measurements malloc, lsanrt, lsanrt-exact too): wall, CPU, exit code,
+the load averages around it, its log.
 Standard library only.
 """
 import glob
@@ -29,6 +31,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 
 MEASURES = ("native", "lsan", "valgrind", "memcheck")
@@ -200,6 +203,24 @@ def main(argv):
         print(f"{s}, {m}: {len(fs)} user findings")
         for f in fs:
             print(f"  - {detail(f)}")
+    print()
+    # lsan's definite and indirect user leaks against the Valgrind engine's
+    # (bench/pertest_compare.py --leaks: kind, location, direct bytes,
+    # blocks, count, tests).
+    for s in suites:
+        a, b = (runs(res, s, m) for m in ("valgrind", "lsan"))
+        ra = [lg[: -len(".log")] + ".json" for _, _, rep, lg in a if rep]
+        rb = [lg[: -len(".log")] + ".json" for _, _, rep, lg in b if rep]
+        if ra and rb:
+            out = subprocess.run(
+                [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pertest_compare.py"),
+                 "--leaks", ra[0], rb[0]], capture_output=True, text=True).stdout
+            n = sum(1 for ln in out.splitlines() if ln[:2] in ("- ", "+ "))
+            print(f"{s}: lsan's user leaks against valgrind's (pertest_compare.py --leaks): "
+                  + ("identical" if out.strip() == "OK" else f"{n} differing lines (- valgrind, + lsan):"))
+            for ln in out.splitlines():
+                if ln[:2] in ("- ", "+ "):
+                    print(f"  {ln}")
     print()
     for s in suites:
         for m in MEASURES + EXTRA:
