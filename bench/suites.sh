@@ -8,7 +8,7 @@
 #   cbor2:    cbor2 5.9.0, plain C (_cbor2), tests/ (pytest + hypothesis);
 #   msgpack:  msgpack 1.1.2, Cython (_cmsgpack), test/;
 #   greenlet: greenlet 3.5.6, C++ (_greenlet and two C/C++ test extensions),
-#             the installed greenlet/tests (deselected: see DESELECT below);
+#             the installed greenlet/tests (less test_leaks.py: see SENV below);
 #   rpds:     rpds-py 2026.9.1, Rust/PyO3 (maturin), tests/.
 # The venvs, sdists and extracted trees are cached under
 # ${WORK:-$HOME/.cache/leakgate-bench-suites}/SUITE (delete a suite's
@@ -75,8 +75,7 @@ declare -A TESTDIR=([cbor2]=tests [msgpack]=test [rpds]=tests [greenlet]="")
 #   greenlet: GREENLET_SKIP_LEAKCHECKS=1, because greenlet's own leak checks
 #   (leakcheck.py) run every test again and again counting objects (182 s
 #   natively instead of 32 s: leakgate is the leak check here);
-#   test_leaks.py (ignored: object counts and RSS growth, threads) and
-#   test_switching_many_threads (9 s natively, threads).
+#   test_leaks.py (ignored: object counts and RSS growth, threads).
 declare -A SENV=([greenlet]="GREENLET_SKIP_LEAKCHECKS=1")
 
 log() { echo "bench/suites.sh: $*" >&2; }
@@ -120,8 +119,7 @@ targs() {
         return
     fi
     t=$("$WORK/$s/venv/bin/python" -c 'import os, greenlet.tests as t; print(os.path.dirname(t.__file__))')
-    echo "-q -p no:cacheprovider --ignore=$t/test_leaks.py" \
-        "--deselect=$t/test_greenlet.py::TestGreenlet::test_switching_many_threads $t"
+    echo "-q -p no:cacheprovider --ignore=$t/test_leaks.py $t"
 }
 
 # measure SUITE WHAT RUN
