@@ -18,7 +18,8 @@ memcheck, lsan, valgrind) and prints one row per suite:
                     valgrind / plain memcheck): the largest single process's
                     maximum RSS, not a sum over processes;
   user findings:    leakgate's user findings per engine (DL definite, IL
-                    indirect, PL possibly lost, E memory errors).
+                    indirect, PL possibly lost, SR still reachable, E
+                    memory errors).
 Below the table, every user finding with its kind, file:line, function, bytes
 and tests, per engine; whether lsan's definite and indirect leaks are the
 Valgrind engine's (bench/pertest_compare.py --leaks); and every run (the
