@@ -15,6 +15,10 @@ that grows at every call can be told from a one-time allocation.
 ``--origins auto`` sets both: it wants the origins of errors only).
 ``LEAKGATE_RUNNING_DIR`` (a directory) gets a file per process naming the
 test it is running, removed when the test ends: the test a crash was in.
+``LEAKGATE_TIMEOUT_FACTOR=F`` relaxes deadlines that assume native speed
+(hypothesis' ``deadline``, pytest-timeout's timeouts ×F) once the session is
+collected (``leakgate_probe.deadlines``; ``LEAKGATE_KEEP_DEADLINES=1`` keeps
+them).
 
 Without Valgrind (plain ``pytest``) the plugin does nothing. It can be
 registered once only, under the name ``leakgate`` (the ``pytest11`` entry
@@ -90,10 +94,17 @@ def pytest_xdist_setupnodes(config, specs):
 
 @_hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
+    if not _enabled():
+        return
+    # Every conftest is loaded and --hypothesis-profile applied: deadlines
+    # that assume native speed are relaxed (LEAKGATE_TIMEOUT_FACTOR).
+    from leakgate_probe import deadlines
+
+    config._leakgate_relaxed = deadlines.relax(config, items)
     # LEAKGATE_ONLY_TESTS (node ids, one per line): leakgate re-runs just
     # these tests (the origins of `--origins auto`); the rest is deselected.
     only = os.environ.get("LEAKGATE_ONLY_TESTS")
-    if not only or not _enabled():
+    if not only:
         return
     keep = set(only.splitlines())
     selected = [it for it in items if it.nodeid in keep]
@@ -101,6 +112,11 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+def pytest_report_collectionfinish(config, items):
+    # What the plugin relaxed, under pytest's "collected N items".
+    return getattr(config, "_leakgate_relaxed", None) or None
 
 
 @_hookimpl(tryfirst=True)
