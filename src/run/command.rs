@@ -132,6 +132,9 @@ pub(super) fn set_probe(
     }
     if pytest {
         set_deadlines(cmd, environment, cfg.engine);
+        if let Some(dir) = probe.parent() {
+            super::shard::set_shard(cmd, environment, dir, cfg);
+        }
     }
     if repeat > 1 {
         cmd.env("LEAKGATE_REPEAT", repeat.to_string());

@@ -144,6 +144,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         .collect();
     cuda_ipc.sort();
     let running_tests = files::running_tests(dir.path());
+    let durations = super::shard::read_durations(dir.path());
     Ok(RunOutcome {
         dir,
         reports: xml_files,
@@ -165,6 +166,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         per_test,
         added_reachable,
         running_tests,
+        durations,
     })
 }
 
