@@ -147,6 +147,9 @@ pub struct InitArgs {
     /// The valgrind for the baseline run (default: `valgrind` on PATH).
     #[arg(long, value_name = "PATH")]
     pub valgrind: Option<PathBuf>,
+    /// The workflow runs a pytest suite as N jobs of a matrix (`leakgate run --shard K/N`, each saving its JSON report) and a last job that merges them (`leakgate merge`) into the verdict. Default 1: one job.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub shards: u32,
     /// The command that runs your tests (after `--`): run once now for the baseline, and by the workflow.
     #[arg(last = true, value_name = "CMD")]
     pub cmd: Vec<String>,
