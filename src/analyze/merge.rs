@@ -289,6 +289,46 @@ mod tests {
         .unwrap()
     }
 
+    fn shard(k: Option<u32>, n: u32, test: &str) -> Report {
+        let mut r = crate::render::test_report(&["pytest"], serde_json::json!([]), Vec::new());
+        r.shard = k.map(|index| crate::report::ShardOut {
+            index,
+            count: n,
+            durations_from: None,
+        });
+        r.per_test = Some(PerTestOut {
+            tests: vec![test.into()],
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn shards_fold_in_their_order_and_gaps_are_said() {
+        let all = vec![
+            shard(Some(3), 3, "t::c"),
+            shard(Some(1), 3, "t::a"),
+            shard(Some(2), 3, "t::b"),
+        ];
+        assert!(shard_problems(&all).is_empty());
+        let m = merge(all);
+        assert_eq!(m.per_test.unwrap().tests, ["t::a", "t::b", "t::c"]);
+        assert!(m.shard.is_none());
+        let gaps = shard_problems(&[shard(Some(1), 3, "a"), shard(Some(1), 3, "a")]);
+        assert_eq!(
+            gaps,
+            [
+                "shard 1/3 is given 2 times: its findings count 2 times",
+                "shard 2/3 is missing: its tests are not in the merge",
+                "shard 3/3 is missing: its tests are not in the merge",
+            ]
+        );
+        let mixed = shard_problems(&[shard(Some(1), 2, "a"), shard(Some(2), 3, "b")]);
+        assert_eq!(mixed.len(), 1, "{mixed:?}");
+        assert!(mixed[0].contains("different splits (of 2, 3)"), "{mixed:?}");
+        assert!(shard_problems(&[shard(None, 1, "a"), shard(None, 1, "b")]).is_empty());
+    }
+
     #[test]
     fn shares_join_by_test_and_growth_is_derived_again() {
         let rep = |b: u64| serde_json::json!({"bytes": b, "blocks": 1});
