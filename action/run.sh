@@ -4,7 +4,8 @@
 #
 # Reads the action's inputs from INPUT_* variables (the step sets them; a
 # hyphen in an input's name is an underscore here: working-directory is
-# INPUT_WORKING_DIRECTORY), builds the `leakgate run` command line (an
+# INPUT_WORKING_DIRECTORY), builds the `leakgate run` command line (or,
+# with the merge input, `leakgate merge` of shards' JSON reports) (an
 # option only for an input that is not empty, so that what the project's
 # leakgate.toml or [tool.leakgate] sets still counts), runs it, prints the
 # text report, and writes the step outputs ($GITHUB_OUTPUT) and, when
@@ -98,7 +99,13 @@ command_line=${INPUT_COMMAND:-}
 # Without the blanks and newlines around it (a YAML block scalar ends in one).
 command_line=${command_line#"${command_line%%[![:space:]]*}"}
 command_line=${command_line%"${command_line##*[![:space:]]}"}
-if [[ -z ${command_line//[[:space:]]/} ]]; then
+merge=${INPUT_MERGE:-}
+merge=${merge//[[:space:]]/ }
+merge=${merge#"${merge%%[! ]*}"}
+if [[ -n $merge && -n ${command_line//[[:space:]]/} ]]; then
+    input_error "input merge: give either command (a run) or merge (shards' JSON reports to merge), not both"
+fi
+if [[ -z $merge && -z ${command_line//[[:space:]]/} ]]; then
     input_error "input command: give the command that runs your tests, e.g. 'python -m pytest tests/'"
 fi
 
@@ -121,7 +128,19 @@ bool fail_job fail-job "${INPUT_FAIL_JOB:-}" true
 bool per_test per-test "${INPUT_PER_TEST:-}" ''
 bool track_fds track-fds "${INPUT_TRACK_FDS:-}" ''
 
-args=(run)
+if [[ -n $merge ]]; then
+    args=(merge)
+    # What only a run does: the shard jobs set it.
+    for input in per-test repeat origins track-fds timeout valgrind-args src-roots user-objects suppressions shard shard-durations; do
+        var=INPUT_${input^^}
+        var=${var//-/_}
+        if [[ -n ${!var:-} ]]; then
+            input_error "input $input: a merge runs nothing (set it on the jobs that run the shards)"
+        fi
+    done
+else
+    args=(run)
+fi
 
 case ${INPUT_CONFIG:-} in
 '') ;;
@@ -139,6 +158,8 @@ opt --baseline "${INPUT_BASELINE:-}"
 opt --repeat "${INPUT_REPEAT:-}"
 opt --timeout "${INPUT_TIMEOUT:-}"
 opt --origins "${INPUT_ORIGINS:-}"
+opt --shard "${INPUT_SHARD:-}"
+opt --shard-durations "${INPUT_SHARD_DURATIONS:-}"
 
 case $per_test in
 true) args+=(--per-test) ;;
@@ -197,15 +218,31 @@ if ((rc != 0)); then
 fi
 args+=("${WORDS[@]}")
 
-# The command: its words when it is a plain command line (so that leakgate
-# sees pytest or python as its target), else bash -c.
-rc=0
-split_words command "$command_line" || rc=$?
-case $rc in
-0) args+=(-- "${WORDS[@]}") ;;
-1) args+=(-- bash --noprofile --norc -eo pipefail -c "$command_line") ;;
-*) input_error "input command: unterminated quote in: $command_line" ;;
-esac
+if [[ -n $merge ]]; then
+    # The reports: each word a file or a glob (shard-*.json), in order.
+    rc=0
+    split_words merge "$merge" || rc=$?
+    if ((rc != 0)); then
+        input_error "input merge: unterminated quote in: $merge"
+    fi
+    for w in "${WORDS[@]}"; do
+        mapfile -t matched < <(compgen -G "$w" | LC_ALL=C sort || true)
+        if ((${#matched[@]} == 0)); then
+            input_error "input merge: no file matches $w (in $PWD)"
+        fi
+        args+=("${matched[@]}")
+    done
+else
+    # The command: its words when it is a plain command line (so that leakgate
+    # sees pytest or python as its target), else bash -c.
+    rc=0
+    split_words command "$command_line" || rc=$?
+    case $rc in
+    0) args+=(-- "${WORDS[@]}") ;;
+    1) args+=(-- bash --noprofile --norc -eo pipefail -c "$command_line") ;;
+    *) input_error "input command: unterminated quote in: $command_line" ;;
+    esac
+fi
 
 # --- run ---------------------------------------------------------------------
 

@@ -147,6 +147,9 @@ pub struct InitArgs {
     /// The valgrind for the baseline run (default: `valgrind` on PATH).
     #[arg(long, value_name = "PATH")]
     pub valgrind: Option<PathBuf>,
+    /// The workflow runs a pytest suite as N jobs of a matrix (`leakgate run --shard K/N`, each saving its JSON report) and a last job that merges them (`leakgate merge`) into the verdict. Default 1: one job.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub shards: u32,
     /// The command that runs your tests (after `--`): run once now for the baseline, and by the workflow.
     #[arg(last = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -358,6 +361,17 @@ pub struct RunArgs {
     /// (pytest) Run every selected test N times in a row, a checkpoint after each, to tell per-call leaks from one-time allocations.
     #[arg(help_heading = "Per-test", long, value_name = "N", default_value_t = 1)]
     pub repeat: u32,
+    /// (pytest) Run only shard K of N (1 <= K <= N): pytest collects every test and runs the K-th of N contiguous parts, so that N CI jobs each run one and `leakgate merge` of their JSON reports gives the whole suite's verdict. See docs/time-to-verdict.md.
+    #[arg(help_heading = "Per-test", long, value_name = "K/N", value_parser = crate::run::parse_shard)]
+    pub shard: Option<crate::run::Shard>,
+    /// (with --shard) Balance the parts by the per-test durations (`per_test.durations`) of an earlier leakgate JSON report of the same suite, e.g. the merged report of the last run; tests it does not list count as its mean.
+    #[arg(
+        help_heading = "Per-test",
+        long,
+        value_name = "REPORT.json",
+        requires = "shard"
+    )]
+    pub shard_durations: Option<PathBuf>,
     /// Where uninitialised values come from (valgrind --track-origins=yes, about 40 % of Valgrind's time): `yes` always; `no` never (uninitialised-value errors have no origin); `auto` runs without, and when your code has uninitialised-value errors re-runs only what had them (for pytest: just those tests) with origins, and merges.
     #[arg(help_heading = "Valgrind", long, value_enum, value_name = "WHEN", default_value_t = Origins::Yes)]
     pub origins: Origins,

@@ -58,6 +58,10 @@ pub const PROBE_FILES: &[(&str, &str)] = &[
         include_str!("../python/leakgate_probe/forked_workers.py"),
     ),
     (
+        "deadlines.py",
+        include_str!("../python/leakgate_probe/deadlines.py"),
+    ),
+    (
         "autoload.py",
         include_str!("../python/leakgate_probe/autoload.py"),
     ),

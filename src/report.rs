@@ -65,6 +65,10 @@ pub struct Report {
     /// absent for Valgrind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineOut>,
+    /// `run --shard K/N`: the part of the suite this report covers (absent
+    /// for a whole run, and for a merge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardOut>,
 }
 
 /// A sanitizer engine: which, and what it does not check that Valgrind
@@ -455,6 +459,24 @@ pub struct PerTestOut {
     /// whose lost blocks grow at every call only in `python` noise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Run mode: each pytest test's seconds under the engine (its
+    /// repetitions and checkpoints included), by node id; what `run
+    /// --shard-durations` balances shards by. Absent when none was timed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub durations: std::collections::BTreeMap<String, f64>,
+}
+
+/// `run --shard K/N`: which part of the suite a report covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardOut {
+    /// K (1-based).
+    pub index: u32,
+    /// N.
+    pub count: u32,
+    /// The report whose `per_test.durations` balanced the parts; absent
+    /// when they were balanced by the number of tests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durations_from: Option<String>,
 }
 
 /// One process' share of a finding.

@@ -54,9 +54,11 @@ def run(session, n):
     n = min(n, len(items))
     basetemp = getattr(session, "_leakgate_basetemp", None)
     uid = getattr(session.config.option, "testrunuid", None) or uuid.uuid4().hex
-    # Index of the whole session: every worker's checkpoints carry it.
-    session._leakgate_index = {it.nodeid: i for i, it in enumerate(items)}
-    session._leakgate_index_fixed = True
+    # Index of the whole session: every worker's checkpoints carry it
+    # (already fixed by a shard: the index of the session before it).
+    if not getattr(session, "_leakgate_index_fixed", False):
+        session._leakgate_index = {it.nodeid: i for i, it in enumerate(items)}
+        session._leakgate_index_fixed = True
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

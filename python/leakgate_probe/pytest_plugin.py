@@ -15,6 +15,14 @@ that grows at every call can be told from a one-time allocation.
 ``--origins auto`` sets both: it wants the origins of errors only).
 ``LEAKGATE_RUNNING_DIR`` (a directory) gets a file per process naming the
 test it is running, removed when the test ends: the test a crash was in.
+``LEAKGATE_SHARD=K/N`` keeps the K-th of N contiguous parts of the
+collected tests (``LEAKGATE_SHARD_DURATIONS``: balanced by an earlier
+report's durations), which keep their indexes in the whole session;
+``LEAKGATE_DURATIONS_DIR`` gets each test's seconds, a file per process.
+``LEAKGATE_TIMEOUT_FACTOR=F`` relaxes deadlines that assume native speed
+(hypothesis' ``deadline``, pytest-timeout's timeouts ×F) once the session is
+collected (``leakgate_probe.deadlines``; ``LEAKGATE_KEEP_DEADLINES=1`` keeps
+them).
 
 Without Valgrind (plain ``pytest``) the plugin does nothing. It can be
 registered once only, under the name ``leakgate`` (the ``pytest11`` entry
@@ -31,6 +39,7 @@ once the session is collected (``leakgate_probe.forked_workers``).
 
 import os
 import sys
+import time
 
 try:
     import pytest
@@ -90,10 +99,19 @@ def pytest_xdist_setupnodes(config, specs):
 
 @_hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
+    if not _enabled():
+        return
+    # Every conftest is loaded and --hypothesis-profile applied: deadlines
+    # that assume native speed are relaxed (LEAKGATE_TIMEOUT_FACTOR).
+    from leakgate_probe import deadlines
+
+    config._leakgate_relaxed = deadlines.relax(config, items)
     # LEAKGATE_ONLY_TESTS (node ids, one per line): leakgate re-runs just
     # these tests (the origins of `--origins auto`); the rest is deselected.
     only = os.environ.get("LEAKGATE_ONLY_TESTS")
-    if not only or not _enabled():
+    if not only:
+        # LEAKGATE_SHARD=K/N (`leakgate run --shard K/N`): shard K of N.
+        _shard(config, items)
         return
     keep = set(only.splitlines())
     selected = [it for it in items if it.nodeid in keep]
@@ -101,6 +119,86 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+def _shard(config, items):
+    """``LEAKGATE_SHARD=K/N``: keeps the K-th of N contiguous parts of the
+    collected tests (balanced by ``LEAKGATE_SHARD_DURATIONS``, a JSON
+    object of node ids' seconds from an earlier report, else by count).
+    Every test keeps its index in the whole collected session, so that
+    the shards' reports merge into the unsharded run's."""
+    spec = os.environ.get("LEAKGATE_SHARD")
+    if not spec:
+        return
+    try:
+        k, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        return
+    if not 1 <= k <= n or n == 1:
+        return
+    session = items[0].session if items else None
+    if session is not None:
+        session._leakgate_index = {it.nodeid: i for i, it in enumerate(items)}
+        session._leakgate_index_fixed = True
+    lo, hi = shard_bounds(_weights([it.nodeid for it in items]), n)[k - 1]
+    selected, deselected = items[lo:hi], items[:lo] + items[hi:]
+    config._leakgate_shard = (k, n, len(selected), len(items))
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = selected
+
+
+def _weights(nodeids):
+    """Each test's weight: its seconds in ``LEAKGATE_SHARD_DURATIONS``, the
+    mean of those known for a test not in it (new since that report), 1
+    for every test without any."""
+    path = os.environ.get("LEAKGATE_SHARD_DURATIONS")
+    known = {}
+    if path:
+        try:
+            import json
+
+            with open(path, encoding="utf-8") as f:
+                known = {str(k): float(v) for k, v in json.load(f).items() if float(v) >= 0}
+        except (OSError, ValueError, TypeError, AttributeError):
+            known = {}
+    timed = [known[t] for t in nodeids if t in known]
+    if not timed or sum(timed) <= 0:
+        return [1.0] * len(nodeids)
+    mean = sum(timed) / len(timed)
+    # A test too quick to time still costs its checkpoint.
+    floor = max(mean / 100, 1e-6)
+    return [max(known.get(t, mean), floor) for t in nodeids]
+
+
+def shard_bounds(weights, n):
+    """``n`` contiguous parts of ``weights`` (lists of (start, end)): part
+    ``k`` ends where the running sum passes ``k/n`` of the total (a test
+    belongs to the part its midpoint falls in), every part non-empty when
+    there are at least ``n`` tests."""
+    m, total = len(weights), float(sum(weights))
+    if m < n:  # a test each, the last parts empty
+        return [(min(k, m), min(k + 1, m)) for k in range(n)]
+    cuts, prefix, i = [0], 0.0, 0
+    for k in range(1, n):
+        target = total * k / n
+        while i < m and prefix + weights[i] / 2 < target:
+            prefix += weights[i]
+            i += 1
+        cuts.append(min(max(i, cuts[-1] + 1), m - (n - k)))
+    cuts.append(m)
+    return [(cuts[k], cuts[k + 1]) for k in range(n)]
+
+
+def pytest_report_collectionfinish(config, items):
+    # What the plugin relaxed and which shard runs, under pytest's
+    # "collected N items".
+    lines = list(getattr(config, "_leakgate_relaxed", None) or [])
+    shard = getattr(config, "_leakgate_shard", None)
+    if shard is not None:
+        k, n, mine, all_ = shard
+        lines.append(f"leakgate: shard {k}/{n}: {mine} of the {all_} tests collected")
+    return lines or None
 
 
 @_hookimpl(tryfirst=True)
@@ -146,6 +244,7 @@ def pytest_runtest_protocol(item, nextitem):
 
     n = _repeat()
     _running(item.nodeid)
+    started = time.monotonic()
     item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     for i in range(n):
         # nextitem as given: fixtures that the next test does not share are
@@ -156,7 +255,22 @@ def pytest_runtest_protocol(item, nextitem):
             break
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     _running(None)
+    _duration(item.nodeid, time.monotonic() - started)
     return True
+
+
+def _duration(nodeid, seconds):
+    """``LEAKGATE_DURATIONS_DIR/<pid>``: a line per test, its seconds (its
+    repetitions and checkpoints included) and node id, for the report's
+    ``per_test.durations`` (what ``--shard-durations`` balances by)."""
+    where = os.environ.get("LEAKGATE_DURATIONS_DIR")
+    if not where:
+        return
+    try:
+        with open(os.path.join(where, str(os.getpid())), "a", encoding="utf-8") as f:
+            f.write(f"{seconds:.6f}\t{nodeid}\n")
+    except OSError:
+        pass
 
 
 def _running(nodeid):
@@ -182,3 +296,8 @@ def pytest_sessionfinish(session):
     # After the runner's own sessionfinish tore down what was left.
     if _checkpoints():
         _probe.checkpoint("session finish", kind="finish")
+    shard = getattr(session.config, "_leakgate_shard", None)
+    if shard is not None and shard[2] == 0 and session.exitstatus == 5:
+        # A shard left without tests (fewer tests than shards) ran nothing,
+        # which is not pytest's "no tests collected".
+        session.exitstatus = 0

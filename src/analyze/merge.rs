@@ -10,6 +10,10 @@
 //! per-test section lists the shards' tests in shard order. The summary's
 //! record counts add up and its user and noise parts are computed again.
 //! The gate is not merged: the caller decides the merged report again.
+//! Reports of `run --shard K/N` are folded in the order of K (each holds a
+//! contiguous part of the collected session, so the merged tests come in
+//! the unsharded run's order, whatever order the files were given in);
+//! [`shard_problems`] says which of the N are missing or given twice.
 
 use std::collections::HashMap;
 
@@ -20,7 +24,10 @@ use crate::report::{BytesBlocks, Finding, Growth, PerTestOut, Report};
 /// Folds `shards` (at least one) into one report; the verdict, policy and
 /// baseline are left to the caller.
 pub fn merge(mut shards: Vec<Report>) -> Report {
+    // Stable: reports without a shard keep their order, first.
+    shards.sort_by_key(|r| r.shard.as_ref().map_or(0, |s| s.index));
     let mut out = shards.remove(0);
+    out.shard = None;
     out.mode = "merge".into();
     for s in shards {
         fold(&mut out, s);
@@ -38,6 +45,51 @@ pub fn merge(mut shards: Vec<Report>) -> Report {
     out.policy = None;
     out.baseline = None;
     out
+}
+
+/// What keeps a merge of `run --shard K/N` reports from being the whole
+/// suite's: shards of different splits, a shard missing, one given twice.
+pub fn shard_problems(shards: &[Report]) -> Vec<String> {
+    let parts: Vec<_> = shards.iter().filter_map(|r| r.shard.as_ref()).collect();
+    let Some(first) = parts.first() else {
+        return Vec::new();
+    };
+    let mut problems = Vec::new();
+    if parts.len() < shards.len() {
+        problems.push(format!(
+            "{} of the {} reports are of --shard runs and {} not: the merge may count some tests twice",
+            parts.len(),
+            shards.len(),
+            shards.len() - parts.len()
+        ));
+    }
+    if parts.iter().any(|p| p.count != first.count) {
+        let mut counts: Vec<u32> = parts.iter().map(|p| p.count).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        problems.push(format!(
+            "the reports are shards of different splits (of {}): the merge is not one suite's",
+            counts
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        return problems;
+    }
+    let n = first.count;
+    for k in 1..=n {
+        match parts.iter().filter(|p| p.index == k).count() {
+            0 => problems.push(format!(
+                "shard {k}/{n} is missing: its tests are not in the merge"
+            )),
+            1 => {}
+            c => problems.push(format!(
+                "shard {k}/{n} is given {c} times: its findings count {c} times"
+            )),
+        }
+    }
+    problems
 }
 
 fn fold(out: &mut Report, s: Report) {
@@ -216,6 +268,9 @@ fn merge_per_test(mut a: PerTestOut, b: PerTestOut) -> PerTestOut {
             a.notes.push(n);
         }
     }
+    for (t, s) in b.durations {
+        *a.durations.entry(t).or_insert(0.0) += s;
+    }
     a
 }
 
@@ -232,6 +287,46 @@ mod tests {
             "tests": tests
         }))
         .unwrap()
+    }
+
+    fn shard(k: Option<u32>, n: u32, test: &str) -> Report {
+        let mut r = crate::render::test_report(&["pytest"], serde_json::json!([]), Vec::new());
+        r.shard = k.map(|index| crate::report::ShardOut {
+            index,
+            count: n,
+            durations_from: None,
+        });
+        r.per_test = Some(PerTestOut {
+            tests: vec![test.into()],
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn shards_fold_in_their_order_and_gaps_are_said() {
+        let all = vec![
+            shard(Some(3), 3, "t::c"),
+            shard(Some(1), 3, "t::a"),
+            shard(Some(2), 3, "t::b"),
+        ];
+        assert!(shard_problems(&all).is_empty());
+        let m = merge(all);
+        assert_eq!(m.per_test.unwrap().tests, ["t::a", "t::b", "t::c"]);
+        assert!(m.shard.is_none());
+        let gaps = shard_problems(&[shard(Some(1), 3, "a"), shard(Some(1), 3, "a")]);
+        assert_eq!(
+            gaps,
+            [
+                "shard 1/3 is given 2 times: its findings count 2 times",
+                "shard 2/3 is missing: its tests are not in the merge",
+                "shard 3/3 is missing: its tests are not in the merge",
+            ]
+        );
+        let mixed = shard_problems(&[shard(Some(1), 2, "a"), shard(Some(2), 3, "b")]);
+        assert_eq!(mixed.len(), 1, "{mixed:?}");
+        assert!(mixed[0].contains("different splits (of 2, 3)"), "{mixed:?}");
+        assert!(shard_problems(&[shard(None, 1, "a"), shard(None, 1, "b")]).is_empty());
     }
 
     #[test]

@@ -148,6 +148,7 @@ pub(super) fn build_report(
         origins: None,
         engine,
         per_test: analysis_per_test,
+        shard: None,
     }
 }
 

@@ -140,8 +140,10 @@ pub(super) fn python_version(cmd: &[String]) -> Option<String> {
 /// The GitHub Actions workflow. `python`: the `X.Y` of the Python the
 /// baseline was recorded with ([`python_version`]), or `"3.x"` (the newest)
 /// when the command runs none that leakgate can find; `None`: not a Python
-/// project.
-fn workflow_text(cmd: &[String], python: Option<&str>) -> String {
+/// project. `shards` > 1: a matrix of that many jobs, each running its
+/// part of the suite (`--shard K/N`) into a JSON report, and a job that
+/// merges them into the verdict.
+fn workflow_text(cmd: &[String], python: Option<&str>, shards: u32) -> String {
     let command = crate::util::shell_join(cmd);
     let build = if let Some(version) = python {
         format!(
@@ -156,6 +158,9 @@ fn workflow_text(cmd: &[String], python: Option<&str>) -> String {
          run: make\n"
             .to_string()
     };
+    if shards > 1 {
+        return sharded_workflow_text(&command, &build, shards);
+    }
     format!(
         "# leakgate: memory leaks and memory errors in native code, under Valgrind Memcheck.\n\
          # Written by `leakgate init`; the settings are in the project configuration\n\
@@ -172,6 +177,50 @@ fn workflow_text(cmd: &[String], python: Option<&str>) -> String {
          upload-sarif: true  # findings in the Security tab and on the pull request\n",
         version = env!("CARGO_PKG_VERSION"),
         command = yaml_scalar(&command),
+    )
+}
+
+/// The workflow of [`workflow_text`] for `shards` jobs: each runs part K of
+/// the suite (`--shard K/N`, `--fail-on none`: the verdict is the merge's)
+/// and uploads its JSON report; the `verdict` job downloads them all and
+/// runs `leakgate merge` with the project's policy and baseline.
+fn sharded_workflow_text(command: &str, build: &str, shards: u32) -> String {
+    let list: Vec<String> = (1..=shards).map(|k| k.to_string()).collect();
+    format!(
+        "# leakgate: memory leaks and memory errors in native code, under Valgrind Memcheck.\n\
+         # Written by `leakgate init --shards {shards}`; the settings are in the project\n\
+         # configuration (leakgate.toml or [tool.leakgate] in pyproject.toml), the baseline\n\
+         # next to it. The suite runs as {shards} jobs (`leakgate run --shard K/{shards}`, each a\n\
+         # contiguous part of the collected tests); the verdict job merges their reports.\n\
+         name: leakgate\n\
+         on:\n  push:\n  pull_request:\n\
+         permissions:\n  contents: read\n\
+         jobs:\n  leakgate-shard:\n    runs-on: ubuntu-24.04\n    \
+         strategy:\n      fail-fast: false\n      matrix:\n        shard: [{list}]\n    \
+         steps:\n      \
+         - uses: actions/checkout@v4\n\
+         {build}      \
+         - uses: leakgate/leakgate@v{version}\n        \
+         with:\n          command: {command}\n          \
+         shard: ${{{{ matrix.shard }}}}/{shards}\n          \
+         # shard-durations: leakgate-durations.json  # a merged report of an earlier run: parts of equal time\n          \
+         fail-on: none  # the verdict is the merge's\n          \
+         json: shard-${{{{ matrix.shard }}}}.json\n          \
+         sarif: ''\n          html: ''\n          annotations: false\n          \
+         artifact-name: leakgate-shard-${{{{ matrix.shard }}}}\n  \
+         verdict:\n    needs: leakgate-shard\n    if: ${{{{ !cancelled() }}}}\n    runs-on: ubuntu-24.04\n    \
+         permissions:\n      contents: read\n      \
+         security-events: write  # SARIF upload to code scanning\n    \
+         steps:\n      \
+         - uses: actions/checkout@v4\n      \
+         - uses: actions/download-artifact@v4\n        \
+         with:\n          pattern: leakgate-shard-*\n          merge-multiple: true\n      \
+         - uses: leakgate/leakgate@v{version}\n        \
+         with:\n          merge: shard-*.json\n          install-valgrind: false\n          \
+         upload-sarif: true  # findings in the Security tab and on the pull request\n",
+        version = env!("CARGO_PKG_VERSION"),
+        command = yaml_scalar(command),
+        list = list.join(", "),
     )
 }
 
@@ -229,6 +278,21 @@ pub(super) fn init(a: InitArgs) -> Result<i32> {
         );
     }
 
+    if a.shards > 1 {
+        if a.workflow != WorkflowChoice::Github {
+            bail!(
+                "init: --shards {} splits the workflow's job: not with --workflow none",
+                a.shards
+            );
+        }
+        if !crate::run::is_pytest_target(&a.cmd) {
+            bail!(
+                "init: --shards {} runs parts of a pytest suite (leakgate run --shard K/N), and `{}` is not pytest",
+                a.shards,
+                crate::util::shell_join(&a.cmd)
+            );
+        }
+    }
     // Every file is checked before anything is written.
     let pyproject = cwd.join("pyproject.toml");
     let in_pyproject = match a.config_in {
@@ -291,7 +355,10 @@ pub(super) fn init(a: InitArgs) -> Result<i32> {
     if a.workflow == WorkflowChoice::Github {
         let python =
             is_python(&cwd).then(|| python_version(&a.cmd).unwrap_or_else(|| "3.x".to_string()));
-        create_new(&workflow, &workflow_text(&a.cmd, python.as_deref()))?;
+        create_new(
+            &workflow,
+            &workflow_text(&a.cmd, python.as_deref(), a.shards),
+        )?;
         written.push(WORKFLOW.into());
     }
     eprintln!("leakgate: init: wrote {}", written.join(", "));

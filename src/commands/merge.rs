@@ -32,16 +32,26 @@ pub(super) fn merge(a: MergeArgs) -> Result<i32> {
         }
         shards.push(r);
     }
+    problems.extend(crate::analyze::merge::shard_problems(&shards));
+    // A shard whose own verdict did not count its target's exit (a
+    // sanitizer runtime's exit code, --ignore-target-exit): nor does the merge.
+    let mut policy = outputs.policy().clone();
+    policy.fail_on_target_exit &= shards
+        .iter()
+        .all(|r| r.policy.as_ref().is_none_or(|p| p.fail_on_target_exit));
     let mut report = crate::analyze::merge::merge(shards);
     let baseline = outputs.classify(&mut report.findings);
     report.verdict = gate::verdict(
-        outputs.policy(),
+        &policy,
         &report.findings,
         &report.processes,
         report.target_exit.as_ref(),
         &problems,
     );
     outputs.finish(&mut report, baseline, &problems);
+    if let Some(p) = report.policy.as_mut() {
+        p.fail_on_target_exit = policy.fail_on_target_exit;
+    }
     let mut seen = std::collections::HashSet::new();
     report.notes.retain(|n| seen.insert(n.clone()));
     outputs.write(&report, &a.report);

@@ -41,6 +41,17 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     if a.repeat == 0 {
         bail!("--repeat 0: a test must run at least once");
     }
+    let shard_durations = match &a.shard_durations {
+        Some(p) => Some(run::ShardDurations {
+            from: p.display().to_string(),
+            seconds: super::report::read_report(p)
+                .with_context(|| format!("--shard-durations {}", p.display()))?
+                .per_test
+                .map(|t| t.durations)
+                .unwrap_or_default(),
+        }),
+        None => None,
+    };
     let origins_mode = if a.no_track_origins || a.engine != crate::run::Engine::Valgrind {
         Origins::No
     } else {
@@ -69,9 +80,14 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         } else {
             run::ProgressMode::Auto
         },
+        shard: a.shard,
+        shard_durations,
         ..RunConfig::new(a.cmd.clone())
     };
     let mut out = run::run(&cfg)?;
+    // Every test's seconds, from the run of them all (a re-run of some
+    // tests times only those).
+    let durations = out.durations.clone();
     let mut notes = Vec::new();
     if out.engine != crate::run::Engine::Valgrind
         && !cfg.full_collect
@@ -283,7 +299,24 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     report.stopped = out.stopped.clone();
     report.origins = origins_out;
     report.engine = super::unwind::engine_out(&out, &unwind);
+    if let Some(pt) = report.per_test.as_mut() {
+        pt.durations = durations;
+    }
+    report.shard = cfg.shard.map(|s| crate::report::ShardOut {
+        index: s.index,
+        count: s.count,
+        durations_from: cfg
+            .shard_durations
+            .as_ref()
+            .filter(|d| !d.seconds.is_empty())
+            .map(|d| d.from.clone()),
+    });
     outputs.finish(&mut report, baseline, &problems);
+    if let Some(p) = report.policy.as_mut() {
+        // As decided: a sanitizer runtime's exit code is not the target's
+        // (what `leakgate merge` of this report must know too).
+        p.fail_on_target_exit = policy.fail_on_target_exit;
+    }
     out.end_progress();
     outputs.write(&report, &a.report);
     drop(out);

@@ -130,6 +130,12 @@ pub(super) fn set_probe(
             "PYTEST_PLUGINS={plugins} (set by leakgate: a leak checkpoint after every test)"
         ));
     }
+    if pytest {
+        set_deadlines(cmd, environment, cfg.engine);
+        if let Some(dir) = probe.parent() {
+            super::shard::set_shard(cmd, environment, dir, cfg);
+        }
+    }
     if repeat > 1 {
         cmd.env("LEAKGATE_REPEAT", repeat.to_string());
         environment.push(format!(
@@ -148,6 +154,48 @@ pub(super) fn set_probe(
             environment.push(format!(
                 "LEAKGATE_ONLY_TESTS={} LEAKGATE_CHECKPOINTS=0 (set by leakgate: only these tests run, without checkpoints)",
                 cfg.only_tests.join(" ")
+            ));
+        }
+    }
+}
+
+/// How much longer than natively a test may take under `engine`, for
+/// pytest-timeout's timeouts: Memcheck runs code 20-50 times slower and
+/// every checkpoint is a leak check of the whole heap; a sanitizer's
+/// allocations and forked checks cost far less.
+pub(super) fn timeout_factor(engine: super::Engine) -> u32 {
+    match engine {
+        super::Engine::Valgrind => 50,
+        super::Engine::Lsan | super::Engine::Asan => 10,
+    }
+}
+
+/// `LEAKGATE_TIMEOUT_FACTOR` for the pytest plugin (`deadlines.py`):
+/// hypothesis' deadlines off, pytest-timeout's timeouts stretched, unless
+/// the user keeps them (`LEAKGATE_KEEP_DEADLINES=1`) or set the factor.
+fn set_deadlines(cmd: &mut Command, environment: &mut Vec<String>, engine: super::Engine) {
+    let keep = std::env::var("LEAKGATE_KEEP_DEADLINES").is_ok_and(|v| !v.is_empty() && v != "0");
+    if keep {
+        environment.push(
+            "LEAKGATE_KEEP_DEADLINES=1 (yours: hypothesis' deadlines and pytest-timeout's timeouts stay as the suite sets them)".into(),
+        );
+        return;
+    }
+    let what = "hypothesis runs without deadlines (a profile `leakgate` derived from the loaded one, and tests that set their own) and without its too_slow health check, pytest-timeout's timeouts are multiplied by it; LEAKGATE_KEEP_DEADLINES=1 keeps them";
+    match std::env::var("LEAKGATE_TIMEOUT_FACTOR") {
+        Ok(v) if !v.trim().is_empty() => {
+            environment.push(format!("LEAKGATE_TIMEOUT_FACTOR={v} (yours, kept: {what})"))
+        }
+        _ => {
+            let f = timeout_factor(engine);
+            cmd.env("LEAKGATE_TIMEOUT_FACTOR", f.to_string());
+            environment.push(format!(
+                "LEAKGATE_TIMEOUT_FACTOR={f} (set by leakgate: tests run slower under {}: {what})",
+                if engine == super::Engine::Valgrind {
+                    "Valgrind".to_string()
+                } else {
+                    format!("--engine {}", engine.name())
+                }
             ));
         }
     }

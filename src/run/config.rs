@@ -107,6 +107,8 @@ pub enum RunError {
         indent(lines)
     )]
     Collection { lines: String, secs: f64 },
+    #[error("--shard {shard} splits the tests of a pytest run in leakgate's pytest plugin: {why}")]
+    ShardWithoutPytest { shard: String, why: &'static str },
     #[error("--num-callers {n}: Valgrind {version} accepts {min} to {max}")]
     NumCallers {
         n: u32,
@@ -185,6 +187,10 @@ pub struct RunConfig {
     /// `--timeout`) before stopping them the same way.
     pub children_grace: Duration,
     pub progress: ProgressMode,
+    /// `--shard K/N`: the pytest plugin runs only that part of the tests.
+    pub shard: Option<super::shard::Shard>,
+    /// `--shard-durations`: what the parts are balanced by.
+    pub shard_durations: Option<super::shard::ShardDurations>,
 }
 
 impl RunConfig {
@@ -212,6 +218,8 @@ impl RunConfig {
             kill_after: Duration::from_secs(10),
             children_grace: Duration::from_secs(120),
             progress: ProgressMode::Auto,
+            shard: None,
+            shard_durations: None,
         }
     }
 }
@@ -262,6 +270,9 @@ pub struct RunOutcome {
     /// the probe's `LEAKGATE_RUNNING_DIR` files that no test's end removed
     /// (a process killed inside a test).
     pub running_tests: std::collections::BTreeMap<u64, String>,
+    /// Each pytest test's seconds under the engine (its repetitions and
+    /// checkpoints included), by node id: the report's `per_test.durations`.
+    pub durations: std::collections::BTreeMap<String, f64>,
 }
 
 impl RunOutcome {

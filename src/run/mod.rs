@@ -27,7 +27,7 @@
 //! [`crate::util::shell_join`]), `files` (the private directory and the XML files in
 //! it), `supervise` (waiting, timeouts, forwarded signals), `children`
 //! (reaping, the default `--trace-children-skip`), `signals` (handlers,
-//! group kill), `workers` (the native collection of a pytest target, `-n N`, `-n auto`: the worker count from the
+//! group kill), `shard` (`--shard K/N`, per-test durations), `workers` (the native collection of a pytest target, `-n N`, `-n auto`: the worker count from the
 //! tests collected natively), `space` (XML cut short by a full disk or the file-size
 //! limit), `progress` (the line), `stderr` (the watcher), `passcred`
 //! (who wrote to stderr).
@@ -40,6 +40,7 @@ mod files;
 mod passcred;
 pub mod progress;
 mod sanitizer;
+mod shard;
 pub mod signals;
 mod space;
 pub mod stderr;
@@ -57,6 +58,7 @@ use crate::model::ExitStatus;
 pub use config::{DEFAULT_SHOW_LEAK_KINDS, Engine, PerTest, RunConfig, RunError, RunOutcome};
 pub use progress::ProgressMode;
 pub use sanitizer::{LSAN_EXIT_CODE, find_runtime};
+pub use shard::{Shard, ShardDurations, parse_shard};
 pub use signals::signal_name;
 pub use space::{diagnose as space_problem, survive_file_size_limit};
 pub use supervise::{exit_status, parse_duration};
@@ -104,6 +106,21 @@ fn per_test_mode(cfg: &RunConfig) -> Result<(bool, bool), RunError> {
     };
     if cfg.repeat > 1 && !per_test {
         return Err(RunError::RepeatWithoutPerTest(cfg.repeat));
+    }
+    if let Some(shard) = cfg.shard {
+        let why = if !pytest {
+            Some("the target is not pytest (pytest, py.test, python -m pytest)")
+        } else if !per_test {
+            Some("--no-per-test leaves the plugin out")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(RunError::ShardWithoutPytest {
+                shard: shard.to_string(),
+                why,
+            });
+        }
     }
     Ok((pytest, per_test))
 }

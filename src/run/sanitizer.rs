@@ -366,6 +366,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         .collect();
     cuda_ipc.sort();
     let running_tests = files::running_tests(dir.path());
+    let durations = super::shard::read_durations(dir.path());
     Ok(RunOutcome {
         dir,
         reports,
@@ -387,6 +388,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         per_test,
         added_reachable: false,
         running_tests,
+        durations,
     })
 }
 

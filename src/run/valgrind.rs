@@ -35,7 +35,8 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
     let opt_out = std::env::var_os("LEAKGATE_FORK_WORKERS").is_some_and(|v| v == "0");
     let check = cfg.only_tests.is_empty()
         && std::env::var_os("LEAKGATE_NATIVE_COLLECT").is_none_or(|v| v != "0");
-    let plan = workers::plan(&target_argv, cfg.repeat, per_test, check, opt_out)?;
+    let shards = cfg.shard.map_or(1, |s| s.count);
+    let plan = workers::plan(&target_argv, cfg.repeat, shards, per_test, check, opt_out)?;
     target_argv = plan.argv;
     environment.extend(plan.notes);
     let fork_workers = plan.workers;
@@ -144,6 +145,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         .collect();
     cuda_ipc.sort();
     let running_tests = files::running_tests(dir.path());
+    let durations = super::shard::read_durations(dir.path());
     Ok(RunOutcome {
         dir,
         reports: xml_files,
@@ -165,6 +167,7 @@ pub(super) fn run(cfg: &RunConfig) -> Result<RunOutcome, RunError> {
         per_test,
         added_reachable,
         running_tests,
+        durations,
     })
 }
 

@@ -264,8 +264,14 @@ pub(super) fn collect(argv: &[String], cwd: Option<&Path>) -> Collected {
 
 /// For a pytest command whose last `-n` is `auto` (or `logical`), given
 /// what its native collection found: the cores, and the argv with the
-/// number chosen. `None` for any other command.
-fn resolve_auto(argv: &[String], repeat: u32, collected: &Collected) -> Option<Choice> {
+/// number chosen (of a `--shard K/N` run: from its share of the tests,
+/// `shards` = N). `None` for any other command.
+fn resolve_auto(
+    argv: &[String],
+    repeat: u32,
+    shards: u32,
+    collected: &Collected,
+) -> Option<Choice> {
     let slot = auto_slot(argv)?;
     let given = given_text(argv, &slot);
     let all = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
@@ -291,6 +297,8 @@ fn resolve_auto(argv: &[String], repeat: u32, collected: &Collected) -> Option<C
             });
         }
     };
+    let collected_all = tests;
+    let tests = tests.div_ceil(u64::from(shards.max(1)));
     let runs = tests.saturating_mul(u64::from(repeat.max(1)));
     let n = choose(runs, cores);
     let why = if n == 0 {
@@ -304,8 +312,13 @@ fn resolve_auto(argv: &[String], repeat: u32, collected: &Collected) -> Option<C
     Some(Choice {
         argv: with_workers(argv, &slot, &n.to_string()),
         note: format!(
-            "{given}: {}{}, {}{} → -n {n} (set by leakgate: {why})",
+            "{given}: {}{}{}, {}{} → -n {n} (set by leakgate: {why})",
             plural(tests, "test", "tests"),
+            if shards > 1 {
+                format!(" (a shard's: {collected_all} collected, --shard of {shards})")
+            } else {
+                String::new()
+            },
             if repeat > 1 {
                 format!(" × {repeat} (--repeat)")
             } else {
@@ -484,9 +497,12 @@ pub(super) struct Plan {
 /// `per_test`). Without pytest-xdist in the target's Python every `-n` is
 /// dropped and the workers are forked all the same; what needs
 /// pytest-xdist's own workers then is refused. Any other command: as it is.
+/// `shards`: N of `--shard K/N` (1 without): `-n auto` counts a shard's
+/// share of the collected tests.
 pub(super) fn plan(
     argv: &[String],
     repeat: u32,
+    shards: u32,
     per_test: bool,
     check: bool,
     opt_out: bool,
@@ -537,7 +553,7 @@ pub(super) fn plan(
         });
     }
     if let Some((c, _)) = &collected
-        && let Some(choice) = resolve_auto(&plan.argv, repeat, c)
+        && let Some(choice) = resolve_auto(&plan.argv, repeat, shards, c)
     {
         plan.argv = choice.argv;
         plan.notes.push(choice.note);

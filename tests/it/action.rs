@@ -532,6 +532,87 @@ fn run_passes_an_option_only_for_an_input_that_is_set() {
     }
 }
 
+/// A shard job passes `--shard` (and `--shard-durations`); the merge job
+/// runs `leakgate merge` of the reports its globs match, with the gate and
+/// report inputs; a run-only input, a command beside merge, or a glob that
+/// matches nothing is an input error.
+#[test]
+fn shard_jobs_and_the_merge_job() {
+    let gh = Gh::new();
+    let bin = fake_leakgate(&gh.tmp, 1);
+    let ws = gh.ws.display().to_string();
+    let tmp = gh.tmp.display().to_string();
+    let out = gh.run(
+        "run.sh",
+        &[
+            ("command", "python -m pytest tests"),
+            ("shard", "2/3"),
+            ("shard-durations", "last.json"),
+            ("json", "shard-2.json"),
+        ],
+        &bin,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    let args = fake_args(&bin);
+    let at = |a: &str| args.iter().position(|x| x == a);
+    assert!(at("--shard=2/3").is_some(), "{args:?}");
+    assert!(at("--shard-durations=last.json").is_some(), "{args:?}");
+    assert!(at("--shard=2/3") < at("--"), "{args:?}");
+    assert_eq!(args[1], "run");
+
+    for f in ["shard-2.json", "shard-1.json", "other.json"] {
+        std::fs::write(gh.ws.join(f), "{}").unwrap();
+    }
+    let out = gh.run(
+        "run.sh",
+        &[
+            ("merge", "shard-*.json\n other.json"),
+            ("baseline", "base.json"),
+            ("junit", "j.xml"),
+        ],
+        &bin,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert_eq!(
+        fake_args(&bin)[1..],
+        [
+            "merge".to_string(),
+            "--baseline=base.json".into(),
+            format!("--sarif={ws}/leakgate.sarif"),
+            format!("--html={ws}/leakgate-report.html"),
+            format!("--junit={ws}/j.xml"),
+            "--format=json".into(),
+            format!("--output={tmp}/leakgate-report.json"),
+            "shard-1.json".into(),
+            "shard-2.json".into(),
+            "other.json".into(),
+        ]
+    );
+
+    std::fs::remove_file(bin.join("args")).unwrap();
+    for (inputs, bad) in [
+        (
+            &[("merge", "shard-*.json"), ("command", "pytest")][..],
+            "merge",
+        ),
+        (&[("merge", "shard-*.json"), ("repeat", "3")][..], "repeat"),
+        (&[("merge", "shard-*.json"), ("shard", "1/2")][..], "shard"),
+        (&[("merge", "nothing-*.json")][..], "merge"),
+    ] {
+        let mut all = vec![("command", "")];
+        all.extend_from_slice(inputs);
+        let out = gh.run("run.sh", &all, &bin);
+        assert_eq!(out.status.code(), Some(2), "{inputs:?}: {}", show(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout)
+                .contains(&format!("::error title=leakgate action::input {bad}")),
+            "{inputs:?}: {}",
+            show(&out)
+        );
+        assert!(!bin.join("args").exists(), "leakgate ran for {inputs:?}");
+    }
+}
+
 // ------------------------------------------------------------ live runs
 
 /// leak40 built in the workspace.

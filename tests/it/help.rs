@@ -98,7 +98,16 @@ fn run_options_are_grouped_by_what_they_are_for() {
                 "--keep-xml",
             ],
         ),
-        ("Per-test", &["--per-test", "--no-per-test", "--repeat"]),
+        (
+            "Per-test",
+            &[
+                "--per-test",
+                "--no-per-test",
+                "--repeat",
+                "--shard",
+                "--shard-durations",
+            ],
+        ),
         (
             "Target",
             &[

@@ -52,6 +52,8 @@ mod release_names;
 mod run_safety;
 mod rust_ext;
 mod sanitizer_logs;
+mod shards;
+mod slow_suites;
 mod snapshots;
 mod suppress_diff;
 mod suppressions_cli;

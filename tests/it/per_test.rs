@@ -41,7 +41,7 @@ fn pytest_python_or_skip() -> Option<PathBuf> {
 /// Valgrind and a python with pytest (else a skip), and the suite's files
 /// next to a fresh build of the extension in a temporary directory (kept
 /// while the second value lives).
-fn live_suite() -> Option<(PathBuf, tempfile::TempDir, PathBuf)> {
+pub(crate) fn live_suite() -> Option<(PathBuf, tempfile::TempDir, PathBuf)> {
     if !common::valgrind_or_skip() {
         return None;
     }
@@ -51,7 +51,7 @@ fn live_suite() -> Option<(PathBuf, tempfile::TempDir, PathBuf)> {
     Some((py, tmp, dir))
 }
 
-fn leakgate_json(dir: &Path, args: &[&str], cmd: &[&str]) -> (i32, Value, String) {
+pub(crate) fn leakgate_json(dir: &Path, args: &[&str], cmd: &[&str]) -> (i32, Value, String) {
     let json = dir.join("leakgate-report.json");
     let _ = std::fs::remove_file(&json);
     let out = Command::new(common::leakgate_bin())
@@ -136,7 +136,7 @@ fn assert_shares_add_up(r: &Value) {
 const SUITE: &str = "test_suite.py::";
 
 /// `PYTHON -m pytest -q -p no:cacheprovider FILES...`.
-fn pytest_cmd<'a>(py: &'a str, files: &[&'a str]) -> Vec<&'a str> {
+pub(crate) fn pytest_cmd<'a>(py: &'a str, files: &[&'a str]) -> Vec<&'a str> {
     let mut v = vec![py, "-m", "pytest", "-q", "-p", "no:cacheprovider"];
     v.extend(files);
     v
@@ -403,7 +403,7 @@ fn origins_auto_reruns_only_the_tests_that_need_them() {
 /// A JUnit report's suites, testcases and failure messages (the stacks
 /// in the failures' text differ between runs below the user's frames: an
 /// xdist worker calls tests through more interpreter frames).
-fn junit_cases(dir: &Path, file: &str) -> Vec<String> {
+pub(crate) fn junit_cases(dir: &Path, file: &str) -> Vec<String> {
     let text = std::fs::read_to_string(dir.join(file)).unwrap();
     text.lines()
         .map(str::trim)
@@ -425,7 +425,7 @@ fn has_module(py: &Path, module: &str) -> bool {
 
 /// What a user sees of their findings, without run-specific details (pids,
 /// record counts): kind, place, bytes, gate, tests and growth.
-fn user_view(r: &Value) -> Vec<String> {
+pub(crate) fn user_view(r: &Value) -> Vec<String> {
     let mut v: Vec<String> = r["findings"]
         .as_array()
         .unwrap()

@@ -210,15 +210,21 @@ fn workflow_with_keys(workflow: &str) -> Vec<String> {
     let mut keys = Vec::new();
     let mut in_step = false;
     let mut in_with = false;
+    let mut with_indent = 0;
     for line in workflow.lines() {
         let t = line.trim_start();
-        if t.starts_with("- ") {
-            in_step = t.contains("leakgate/leakgate@");
+        if t.starts_with('#') {
+            continue;
+        }
+        let indent = line.len() - t.len();
+        if t.starts_with("- ") || (in_with && indent <= with_indent) {
+            in_step = t.starts_with("- ") && t.contains("leakgate/leakgate@");
             in_with = false;
             continue;
         }
         if in_step && t == "with:" {
             in_with = true;
+            with_indent = indent;
             continue;
         }
         if in_with && let Some((k, _)) = t.split_once(':') {
@@ -419,4 +425,84 @@ fn init_workflow_sets_up_the_python_of_the_command() {
         let w = workflow_for("real", &[py.to_str().unwrap(), "-m", "pytest"]);
         assert!(w.contains(&format!("python-version: \"{v}\"")), "{v}: {w}");
     }
+}
+
+/// `init --shards 3`: a matrix of 3 jobs running `--shard K/3` into JSON
+/// reports, and a job merging them (inputs the action declares; valid
+/// YAML when the test Python has pyyaml); refused for a command that is
+/// not pytest.
+#[test]
+fn init_writes_a_sharded_workflow() {
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    let out = leakgate(
+        dir,
+        &[
+            "init",
+            "--no-baseline",
+            "--shards",
+            "3",
+            "--",
+            "python3",
+            "-m",
+            "pytest",
+            "tests/",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", show(&out));
+    let w = std::fs::read_to_string(dir.join(".github/workflows/leakgate.yml")).unwrap();
+    for want in [
+        "shard: [1, 2, 3]",
+        "shard: ${{ matrix.shard }}/3",
+        "json: shard-${{ matrix.shard }}.json",
+        "fail-on: none",
+        "artifact-name: leakgate-shard-${{ matrix.shard }}",
+        "needs: leakgate-shard",
+        "pattern: leakgate-shard-*",
+        "merge: shard-*.json",
+        "command: python3 -m pytest tests/",
+    ] {
+        assert!(w.contains(want), "{want}: {w}");
+    }
+    let inputs = action_inputs();
+    let keys = workflow_with_keys(&w);
+    assert!(keys.contains(&"merge".to_string()), "{keys:?}");
+    for k in &keys {
+        assert!(
+            inputs.contains(k),
+            "with: {k} is not an input of action.yml"
+        );
+    }
+    if let Some(py) = common::python().filter(|p| common::python_can_import(p, "yaml")) {
+        let parsed = Command::new(py)
+            .args([
+                "-c",
+                "import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); print(sorted(d['jobs']), d['jobs']['leakgate-shard']['strategy']['matrix']['shard'])",
+            ])
+            .arg(dir.join(".github/workflows/leakgate.yml"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&parsed.stdout).trim(),
+            "['leakgate-shard', 'verdict'] [1, 2, 3]",
+            "{}",
+            show(&parsed)
+        );
+    }
+    let other = dir.join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let out = leakgate(
+        &other,
+        &[
+            "init",
+            "--no-baseline",
+            "--shards",
+            "2",
+            "--",
+            "make",
+            "check",
+        ],
+    );
+    assert_eq!(code(&out), 2, "{}", show(&out));
+    assert!(stderr(&out).contains("is not pytest"), "{}", show(&out));
 }

@@ -317,5 +317,6 @@ pub fn resolve(
         tests,
         free_lists,
         notes,
+        durations: Default::default(),
     })
 }
