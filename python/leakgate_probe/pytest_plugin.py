@@ -95,6 +95,17 @@ def pytest_xdist_setupnodes(config, specs):
         if getattr(spec, "popen", False) and not getattr(spec, "via", None):
             python = spec.python or shlex.quote(sys.executable)
             spec.python = prefix + " " + python
+    # At the end the controller gives each worker EXIT_TIMEOUT seconds (10)
+    # to exit before it kills it; a worker under Valgrind then still runs
+    # its final leak check, which takes longer on a loaded machine, and a
+    # killed one leaves a truncated report (the run incomplete).
+    try:
+        from xdist import workermanage
+
+        manager = workermanage.NodeManager
+        manager.EXIT_TIMEOUT = max(getattr(manager, "EXIT_TIMEOUT", 10), 300)
+    except (ImportError, AttributeError):
+        pass
 
 
 @_hookimpl(trylast=True)
