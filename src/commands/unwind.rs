@@ -1091,7 +1091,7 @@ mod tests {
         // e holds leak_bytes (first_cut's frame), e2 holds none of them:
         // a tie for e2 between both cut records, so other_cut has no share.
         assert!(map.is_err());
-        let map = assign(&[first_cut.clone(), other_cut], &[e.clone()]);
+        let map = assign(&[first_cut.clone(), other_cut], std::slice::from_ref(&e));
         assert_eq!(
             map.get(&stacks::key(&first_cut.rec)),
             Some(&stacks::Exact::One(e.rec.stack.clone()))
