@@ -89,10 +89,16 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     // tests times only those).
     let durations = out.durations.clone();
     let mut notes = Vec::new();
-    if out.engine != crate::run::Engine::Valgrind
-        && !cfg.full_collect
-        && let Some(g) = super::unwind::young_garbage(&out.reports)
-    {
+    // What the checkers found that only a full collection frees: those
+    // that could not collect in their own copy make the target run again
+    // with full collections; those that did get a note (the run whose
+    // reports are analysed, unless a whole exact re-run below replaces it).
+    let (young, mut copies) = if out.engine != crate::run::Engine::Valgrind && !cfg.full_collect {
+        super::unwind::garbage_notes(&out.reports)
+    } else {
+        (None, None)
+    };
+    if let Some(g) = young {
         // A test's checkpoint collected only the young objects and its
         // checker found more that a full collection frees: what they hold
         // may have been lost in that test. Judged only on a run that
@@ -102,16 +108,12 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         drop(out);
         cfg.full_collect = true;
         out = run::run(&cfg)?;
+        copies = None; // this run collects fully at every checkpoint
         notes.push(format!(
             "{g}: ran again with a full garbage collection at every checkpoint ({:.1}s); this report is that run's",
             started.elapsed().as_secs_f64()
         ));
     }
-    // Checkers that collected fully in their own copies (the run whose
-    // reports are analysed, unless a whole exact re-run below replaces it).
-    let mut copies = (out.engine != crate::run::Engine::Valgrind)
-        .then(|| super::unwind::collected_in_copies(&out.reports))
-        .flatten();
     let mut unwind = if cfg.slow_unwind { "exact" } else { "fast" }.to_string();
     let mut stacks = None;
     if out.engine != crate::run::Engine::Valgrind && !cfg.slow_unwind {

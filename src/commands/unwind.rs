@@ -32,58 +32,60 @@ use crate::run::Engine;
 use crate::run::{self, LSAN_EXIT_CODE, RunConfig, RunOutcome};
 
 /// What the forked checkers of a sanitizer run found that only a full
-/// garbage collection frees (the probe's [`GARBAGE_PREFIX`] lines, spliced
-/// into the logs after their checkpoint's marker) and could not collect in
-/// their own copy: "the checkpoint after TEST found N objects …", None
-/// when none did.
-pub(super) fn young_garbage(logs: &[PathBuf]) -> Option<String> {
-    let (label, objects, count) = garbage_lines(logs, GARBAGE_PREFIX)?;
-    let found = if objects < 0 {
-        "could not tell whether objects were left for the garbage collector".to_string()
-    } else {
+/// garbage collection frees, from one read of each log: the
+/// [`GARBAGE_PREFIX`] lines (spliced into the logs after their
+/// checkpoint's marker) of checkers that could not collect in their own
+/// copy, "the checkpoint after TEST found N objects …", and the note for
+/// the [`GARBAGE_COLLECTED_PREFIX`] lines of those that did; None where
+/// there were none.
+pub(super) fn garbage_notes(logs: &[PathBuf]) -> (Option<String>, Option<String>) {
+    let [young, copies] = garbage_lines(logs, [GARBAGE_PREFIX, GARBAGE_COLLECTED_PREFIX]);
+    let young = young.map(|(label, objects, count)| {
+        let found = if objects < 0 {
+            "could not tell whether objects were left for the garbage collector".to_string()
+        } else {
+            format!(
+                "found {} that only a full garbage collection frees",
+                crate::util::plural(objects as u64, "object", "objects")
+            )
+        };
         format!(
-            "found {} that only a full garbage collection frees",
-            crate::util::plural(objects as u64, "object", "objects")
+            "the checkpoint after {label} {found}{}",
+            if count > 1 {
+                format!(" ({count} such checkpoints)")
+            } else {
+                String::new()
+            }
         )
-    };
-    Some(format!(
-        "the checkpoint after {label} {found}{}",
-        if count > 1 {
-            format!(" ({count} such checkpoints)")
-        } else {
-            String::new()
-        }
-    ))
+    });
+    let copies = copies.map(|(label, objects, count)| {
+        format!(
+            "{} (the first after {label}, {}) had objects that only a full garbage collection frees: {} collected fully in {} own sandboxed copy of the process before checking, as a full collection at the checkpoint would have; nothing ran again",
+            crate::util::plural(count, "checkpoint", "checkpoints"),
+            crate::util::plural(objects.max(0) as u64, "object", "objects"),
+            if count == 1 { "its checker" } else { "their checkers" },
+            if count == 1 { "its" } else { "their" },
+        )
+    });
+    (young, copies)
 }
 
-/// The note for the checkpoints whose checkers collected fully in their
-/// own copy of the process ([`GARBAGE_COLLECTED_PREFIX`]), None when none
-/// did.
-pub(super) fn collected_in_copies(logs: &[PathBuf]) -> Option<String> {
-    let (label, objects, count) = garbage_lines(logs, GARBAGE_COLLECTED_PREFIX)?;
-    Some(format!(
-        "{} (the first after {label}, {}) had objects that only a full garbage collection frees: {} collected fully in {} own sandboxed copy of the process before checking, as a full collection at the checkpoint would have; nothing ran again",
-        crate::util::plural(count, "checkpoint", "checkpoints"),
-        crate::util::plural(objects.max(0) as u64, "object", "objects"),
-        if count == 1 {
-            "its checker"
-        } else {
-            "their checkers"
-        },
-        if count == 1 { "its" } else { "their" },
-    ))
-}
-
-/// The lines starting with `prefix` in the logs: the label of the first
-/// one's checkpoint, its objects, and how many there were.
-fn garbage_lines(logs: &[PathBuf], prefix: &str) -> Option<(String, i64, u64)> {
-    let mut count = 0u64;
-    let mut first: Option<(String, i64)> = None;
+/// For each prefix, the lines starting with it in the logs (each log read
+/// once): the label of the first one's checkpoint, its objects, and how
+/// many there were.
+fn garbage_lines<const N: usize>(
+    logs: &[PathBuf],
+    prefixes: [&str; N],
+) -> [Option<(String, i64, u64)>; N] {
+    let mut found: [Option<(String, i64, u64)>; N] = std::array::from_fn(|_| None);
     for path in logs {
         let Ok(text) = std::fs::read(path) else {
             continue;
         };
-        if memchr::memmem::find(&text, prefix.as_bytes()).is_none() {
+        let wanted: Vec<usize> = (0..N)
+            .filter(|&i| memchr::memmem::find(&text, prefixes[i].as_bytes()).is_some())
+            .collect();
+        if wanted.is_empty() {
             continue;
         }
         let mut label = String::new();
@@ -93,20 +95,26 @@ fn garbage_lines(logs: &[PathBuf], prefix: &str) -> Option<(String, i64, u64)> {
             };
             if let Some(m) = parse_marker(line) {
                 label = m.label;
-            } else if let Some(g) = line.strip_prefix(prefix) {
-                count += 1;
-                if first.is_none() {
-                    let objects = serde_json::from_str::<serde_json::Value>(g.trim_end())
-                        .ok()
-                        .and_then(|v| v["objects"].as_i64())
-                        .unwrap_or(-1);
-                    first = Some((label.clone(), objects));
+                continue;
+            }
+            for &i in &wanted {
+                let Some(g) = line.strip_prefix(prefixes[i]) else {
+                    continue;
+                };
+                match &mut found[i] {
+                    Some((_, _, count)) => *count += 1,
+                    None => {
+                        let objects = serde_json::from_str::<serde_json::Value>(g.trim_end())
+                            .ok()
+                            .and_then(|v| v["objects"].as_i64())
+                            .unwrap_or(-1);
+                        found[i] = Some((label.clone(), objects, 1));
+                    }
                 }
             }
         }
     }
-    let (label, objects) = first?;
-    Some((label, objects, count))
+    found
 }
 
 /// Refuses the options a sanitizer engine cannot honour.
